@@ -1,0 +1,64 @@
+# eksa-metrics. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X github.com/eksa-metrics/eksa-metrics/internal/cli.Version=$(VERSION)
+UNIT_PKGS = ./cmd/... ./internal/... ./pkg/...
+FUZZTIME ?= 30s
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/eksa-metrics
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/eksa-metrics ./cmd/eksa-metrics
+
+.PHONY: test
+test: unit integration e2e ## Run every test: unit, integration and end-to-end (what CI runs)
+
+.PHONY: unit
+unit: ## Unit, golden and command tests (offline, seconds)
+	$(GO) test -count=1 $(UNIT_PKGS)
+
+.PHONY: testbed
+testbed: ## Build (or take from the cache) etcd, Kubernetes 1.34 and 1.36, kube-rbac-proxy; install haproxy
+	hack/testbed.sh
+
+.PHONY: integration
+integration: testbed ## Tests against a real kube-apiserver and etcd with the real CRDs
+	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 20m ./test/integration/...
+
+.PHONY: e2e
+e2e: testbed ## Start the real components with what generate renders and scrape them
+	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 40m ./test/e2e/...
+
+.PHONY: bench
+bench: ## Benchmarks of loading and rendering
+	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/spec
+	$(GO) test -run '^$$' -fuzz '^FuzzMergeFeatureGates$$' -fuzztime $(FUZZTIME) ./pkg/kubeadm
+
+.PHONY: lint
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l cmd internal pkg test); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: verify
+verify: lint ## lint, go.mod tidy, and golden files up to date
+	$(GO) mod tidy && git diff --exit-code go.mod go.sum
+	$(GO) test -count=1 -run Golden $(UNIT_PKGS)
+
+.PHONY: update-golden
+update-golden: ## Rewrite golden files from the current renderer
+	$(GO) test -count=1 -run Golden $(UNIT_PKGS) -args -update
+
+.PHONY: clean
+clean: ## Remove bin/ (the build cache in ~/.cache/eksa-metrics stays)
+	rm -rf bin/

@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/output"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// GenerateOptions are the flags of generate.
+type GenerateOptions struct {
+	f *Factory
+
+	Filename       string
+	Output         string
+	OutputDir      string
+	Force          bool
+	CAPIAPIVersion string
+}
+
+// NewCmdGenerate builds `eksa-metrics generate`. runF replaces the work in tests.
+func NewCmdGenerate(f *Factory, runF func(*GenerateOptions) error) *cobra.Command {
+	o := &GenerateOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "generate -f cluster.yaml [-o yaml|json|kustomize --output-dir DIR]",
+		Short: "Render everything the metrics section needs, offline",
+		Long: `Render, offline, the objects that make every component of the cluster
+scrapeable securely: the KubeadmControlPlane change, proxies, RBAC and scrape
+configuration. Data goes to stdout (or --output-dir); warnings to stderr.`,
+		Example: `  eksa-metrics generate -f cluster.yaml | kubectl apply --server-side -f -
+  eksa-metrics generate -f cluster.yaml -o kustomize --output-dir out/`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run()
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
+	fl.StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml, json or kustomize")
+	fl.StringVar(&o.OutputDir, "output-dir", "", "directory for -o kustomize")
+	fl.BoolVar(&o.Force, "force", false, "replace a non-empty --output-dir")
+	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion: v1beta1 (EKS-A <= v0.24) or v1beta2 (default)")
+	return cmd
+}
+
+// Validate checks flag combinations only.
+func (o *GenerateOptions) Validate() error {
+	if o.Filename == "" {
+		return usageErrorf("-f/--filename is required (the cluster spec, or - for stdin)")
+	}
+	switch o.Output {
+	case "yaml", "json":
+		if o.OutputDir != "" {
+			return usageErrorf("--output-dir goes with -o kustomize, not -o %s", o.Output)
+		}
+	case "kustomize":
+		if o.OutputDir == "" {
+			return usageErrorf("-o kustomize needs --output-dir DIR")
+		}
+	default:
+		return usageErrorf("-o %q is not one of yaml, json, kustomize", o.Output)
+	}
+	switch o.CAPIAPIVersion {
+	case "", spec.CAPIv1beta1, spec.CAPIv1beta2:
+	default:
+		return usageErrorf("--capi-api-version %q is not one of v1beta1, v1beta2", o.CAPIAPIVersion)
+	}
+	return nil
+}
+
+// Run loads, renders and writes.
+func (o *GenerateOptions) Run() error {
+	r, err := loadAndRender(o.f, o.Filename, spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+	if err != nil {
+		return err
+	}
+	out := o.f.IOStreams.Out
+	switch o.Output {
+	case "json":
+		return output.WriteJSON(out, r)
+	case "kustomize":
+		files, err := output.Files(r)
+		if err != nil {
+			return err
+		}
+		if err := output.WriteDir(o.OutputDir, files, o.Force); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "Wrote %d files to %s; read %s/PLAN.md before applying.\n", len(files), o.OutputDir, o.OutputDir)
+		return nil
+	}
+	return output.WriteYAML(out, r)
+}
+
+// loadAndRender is shared by the commands that read a cluster file.
+func loadAndRender(f *Factory, filename string, opts spec.Options) (*render.Result, error) {
+	rc, name, err := f.openInput(filename)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, &spec.InvalidError{Problems: []spec.Problem{{File: filename, Detail: "no such file; check the -f path"}}}
+		}
+		return nil, fmt.Errorf("opening %q: %w", filename, err)
+	}
+	defer rc.Close()
+	file, err := spec.Load(name, rc)
+	if err != nil {
+		return nil, err
+	}
+	r, err := render.Render(file, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(f.IOStreams.ErrOut, "Warning: %s\n", w.Problem)
+	}
+	f.Logger().Info("rendered", "cluster", r.Config.ClusterName, "objects", len(r.Objects), "controlPlaneChange", !r.Change.Empty())
+	return r, nil
+}

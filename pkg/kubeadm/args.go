@@ -1,0 +1,102 @@
+// Package kubeadm renders the KubeadmControlPlane change that eksa-metrics
+// needs, as a server-side-apply partial object for both Cluster API
+// contracts: v1beta1 (extraArgs are maps) and v1beta2 (extraArgs are
+// {name, value} lists whose names must be unique).
+package kubeadm
+
+import (
+	"sort"
+	"strings"
+)
+
+// Component is a control-plane component with extraArgs in the
+// ClusterConfiguration.
+type Component string
+
+const (
+	APIServer         Component = "apiServer"
+	ControllerManager Component = "controllerManager"
+	Scheduler         Component = "scheduler"
+	Etcd              Component = "etcd" // etcd.local
+)
+
+// Components in the order they are rendered.
+var Components = []Component{APIServer, ControllerManager, Scheduler, Etcd}
+
+// Path is where the component's extraArgs live under spec.kubeadmConfigSpec.clusterConfiguration.
+func (c Component) Path() []string {
+	if c == Etcd {
+		return []string{"etcd", "local", "extraArgs"}
+	}
+	return []string{string(c), "extraArgs"}
+}
+
+// Arg is one extraArgs item.
+type Arg struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Args is a component's extraArgs, kept sorted by name (as EKS-A writes them).
+type Args []Arg
+
+// Get returns the value of name.
+func (a Args) Get(name string) (string, bool) {
+	for _, x := range a {
+		if x.Name == name {
+			return x.Value, true
+		}
+	}
+	return "", false
+}
+
+// Set replaces the item called name, or adds it; the result is sorted.
+func (a Args) Set(name, value string) Args {
+	out := make(Args, 0, len(a)+1)
+	for _, x := range a {
+		if x.Name != name {
+			out = append(out, x)
+		}
+	}
+	out = append(out, Arg{name, value})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// FeatureGates is the name of the flag that carries feature gates.
+const FeatureGates = "feature-gates"
+
+// MergeFeatureGates merges gates into a --feature-gates value such as
+// "KMSv1=true": gates already there keep their place unless overridden, and
+// the result is sorted by gate name so that it is stable.
+func MergeFeatureGates(existing string, gates map[string]bool) string {
+	merged := map[string]string{}
+	for _, kv := range strings.Split(existing, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			v = "true"
+		}
+		merged[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	for k, v := range gates {
+		if v {
+			merged[k] = "true"
+		} else {
+			merged[k] = "false"
+		}
+	}
+	names := make([]string, 0, len(merged))
+	for k := range merged {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = k + "=" + merged[k]
+	}
+	return strings.Join(parts, ",")
+}

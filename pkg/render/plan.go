@@ -1,0 +1,86 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// PlanMarkdown says, for a person, what applying the result changes and what
+// it rolls out.
+func (r *Result) PlanMarkdown() string {
+	c := r.Config
+	var b strings.Builder
+	fmt.Fprintf(&b, "# eksa-metrics plan for cluster %s\n\n", c.ClusterName)
+	fmt.Fprintf(&b, "Kubernetes %s, provider %s", c.KubeVersion, c.Provider)
+	if c.OSFamily != "" {
+		fmt.Fprintf(&b, " (%s)", c.OSFamily)
+	}
+	role := "workload cluster"
+	if c.Management {
+		role = "management cluster"
+	}
+	fmt.Fprintf(&b, ", %s, CAPI %s, exposure `%s`.\n\n", role, c.CAPIVersion, c.Exposure)
+
+	b.WriteString("## What rolls out\n\n")
+	if r.Change.Empty() {
+		b.WriteString("- Control plane: nothing. The KubeadmControlPlane is not changed; no machine is replaced.\n")
+	} else {
+		fmt.Fprintf(&b, "- Control plane: KubeadmControlPlane %s/%s changes, so Cluster API replaces every control-plane machine once (per the cluster's upgradeRolloutStrategy). `eksa-metrics apply` asks for `--allow-control-plane-rollout` first.\n", kubeadm.Namespace, c.ClusterName)
+	}
+	for _, o := range r.Objects {
+		if o.Kind() == "DaemonSet" {
+			fmt.Fprintf(&b, "- %s: new pods on its nodes (hostNetwork); nothing else restarts.\n", o)
+		}
+	}
+	if r.KubeProxyEdit != nil {
+		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No object expresses this edit: `eksa-metrics apply` performs it (read-modify-write, every other setting kept), or edit the ConfigMap by hand and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", r.KubeProxyEdit.MetricsBindAddress)
+	}
+	b.WriteString("\n")
+
+	if !r.Change.Empty() {
+		b.WriteString("## KubeadmControlPlane extraArgs\n\n| component | flag | value | why |\n|---|---|---|---|\n")
+		for _, it := range r.Change.Items {
+			why := it.Why
+			if it.Merged {
+				why += "; merged with the value EKS Anywhere renders (EKS-A owns that item too and re-applies its own value on every reconcile: re-run `eksa-metrics apply` after `eksctl anywhere upgrade`)"
+			}
+			fmt.Fprintf(&b, "| %s | `--%s` | `%s` | %s |\n", it.Component, it.Name, it.Value, why)
+		}
+		b.WriteString("\n")
+	}
+
+	for _, t := range Targets {
+		objs := r.ObjectsFor(t)
+		if len(objs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "## %s/ (%d objects)\n\n", t, len(objs))
+		switch t {
+		case Management:
+			b.WriteString("Apply to the management cluster: `kubectl apply --server-side --field-manager=eksa-metrics -k management/`.\n\n")
+		case Workload:
+			b.WriteString("Apply to the workload cluster: `kubectl apply --server-side --field-manager=eksa-metrics -k workload/`.\n\n")
+		case Prometheus:
+			b.WriteString("Apply to the cluster where Prometheus runs (the workload cluster): `kubectl apply --server-side --field-manager=eksa-metrics -k prometheus/`. `scrape-configs.yaml` is the same configuration for a Prometheus without the operator.\n\n")
+		}
+		for _, o := range objs {
+			fmt.Fprintf(&b, "- %s\n", o)
+		}
+		b.WriteString("\n")
+	}
+
+	if len(r.Warnings) > 0 {
+		b.WriteString("## Warnings\n\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "- %s: %s\n", w.Field, w.Detail)
+		}
+		b.WriteString("\n")
+	}
+	if c.Exposure == spec.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
+		b.WriteString("## Security\n\n`allowInsecure: true`: etcd and/or kube-proxy metrics are plain HTTP without authentication on every node address. Restrict ports 2381 and 10249 with a host firewall or security groups; NetworkPolicy does not apply to host-network ports.\n")
+	}
+	return b.String()
+}

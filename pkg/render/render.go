@@ -1,0 +1,153 @@
+// Package render turns a loaded cluster file into everything eksa-metrics
+// writes: the clean cluster.yaml, the KubeadmControlPlane change and the
+// objects for each cluster, in a stable order.
+package render
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+)
+
+// Target is where a rendered object is applied.
+type Target string
+
+const (
+	// Management is the management cluster (the KubeadmControlPlane, and the
+	// management components).
+	Management Target = "management"
+	// Workload is the cluster whose components are scraped.
+	Workload Target = "workload"
+	// Prometheus holds the scrape configuration (in the workload cluster).
+	Prometheus Target = "prometheus"
+)
+
+// Targets in output order.
+var Targets = []Target{Management, Workload, Prometheus}
+
+// Object is one rendered object and where it goes.
+type Object struct {
+	Target Target
+	Object templates.Object
+}
+
+// Kind, Namespace and Name of the object.
+func (o Object) Kind() string { s, _ := o.Object["kind"].(string); return s }
+
+// Namespace of the object ("" for cluster-scoped).
+func (o Object) Namespace() string {
+	md, _ := o.Object["metadata"].(map[string]any)
+	s, _ := md["namespace"].(string)
+	return s
+}
+
+// Name of the object.
+func (o Object) Name() string {
+	md, _ := o.Object["metadata"].(map[string]any)
+	s, _ := md["name"].(string)
+	return s
+}
+
+// String is "Kind namespace/name".
+func (o Object) String() string {
+	if ns := o.Namespace(); ns != "" {
+		return fmt.Sprintf("%s %s/%s", o.Kind(), ns, o.Name())
+	}
+	return fmt.Sprintf("%s %s", o.Kind(), o.Name())
+}
+
+// KubeProxyEdit is the bindAddress-mode change inside the kube-proxy
+// ConfigMap's config.conf, which no object can express; apply performs it.
+type KubeProxyEdit struct {
+	MetricsBindAddress string
+}
+
+// Result is everything rendered for one cluster file.
+type Result struct {
+	Config        *spec.Config
+	ClusterYAML   []byte
+	Change        kubeadm.Change
+	Objects       []Object
+	KubeProxyEdit *KubeProxyEdit
+	Warnings      []spec.Warning
+}
+
+// Render defaults and validates the metrics section, then renders it. An
+// invalid input gives a *spec.InvalidError and no result.
+func Render(f *spec.File, opts spec.Options) (*Result, error) {
+	cfg := spec.Default(f, opts)
+	warns, err := spec.Validate(f, cfg)
+	if err != nil {
+		return nil, err
+	}
+	clusterYAML, err := f.ClusterYAML()
+	if err != nil {
+		return nil, &spec.InvalidError{Problems: []spec.Problem{{File: f.Path, Detail: err.Error()}}}
+	}
+	r := &Result{Config: cfg, ClusterYAML: clusterYAML, Warnings: warns, Change: kubeadm.Plan(cfg)}
+	if !r.Change.Empty() {
+		r.add(Management, r.Change.Object())
+	}
+	r.add(Workload, templates.RBAC(cfg)...)
+	r.add(Workload, templates.Proxies(cfg)...)
+	r.add(Workload, templates.Services(cfg)...)
+	r.add(Prometheus, templates.ServiceMonitors(cfg)...)
+	r.add(Prometheus, templates.ScrapeConfigObject(cfg)...)
+	if cfg.Exposure == spec.ExposureBindAddress && cfg.KubeProxy && cfg.AllowInsecure {
+		r.KubeProxyEdit = &KubeProxyEdit{MetricsBindAddress: "0.0.0.0:10249"}
+	}
+	sortObjects(r.Objects)
+	return r, nil
+}
+
+func (r *Result) add(t Target, objs ...templates.Object) {
+	for _, o := range objs {
+		r.Objects = append(r.Objects, Object{Target: t, Object: o})
+	}
+}
+
+// kindOrder puts objects in the order they can be applied.
+var kindOrder = map[string]int{
+	"Namespace": 0, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 3, "Role": 4, "RoleBinding": 5,
+	"ConfigMap": 6, "Service": 7, "DaemonSet": 8, "Deployment": 9, "KubeadmControlPlane": 10,
+	"ServiceMonitor": 11, "PodMonitor": 12,
+}
+
+func targetIndex(t Target) int {
+	for i, x := range Targets {
+		if x == t {
+			return i
+		}
+	}
+	return len(Targets)
+}
+
+func sortObjects(objs []Object) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, b := objs[i], objs[j]
+		if a.Target != b.Target {
+			return targetIndex(a.Target) < targetIndex(b.Target)
+		}
+		if ka, kb := kindOrder[a.Kind()], kindOrder[b.Kind()]; ka != kb {
+			return ka < kb
+		}
+		if a.Namespace() != b.Namespace() {
+			return a.Namespace() < b.Namespace()
+		}
+		return a.Name() < b.Name()
+	})
+}
+
+// ObjectsFor returns the objects of one target.
+func (r *Result) ObjectsFor(t Target) []Object {
+	var out []Object
+	for _, o := range r.Objects {
+		if o.Target == t {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package spec
+
+// Config is the defaulted, validated metrics section together with the facts
+// about the cluster that rendering needs. Renderers read only this.
+type Config struct {
+	ClusterName string
+	KubeVersion KubeVersion
+	Provider    Provider
+	// OSFamily of the control-plane machines; empty for Docker.
+	OSFamily       string
+	CAPIVersion    string // CAPIv1beta1 or CAPIv1beta2
+	EKSAVersion    *EKSAVersion
+	Management     bool
+	ExternalEtcd   bool
+	EtcdEncryption bool
+
+	Exposure      Exposure
+	Scrapers      []Scraper
+	AllowInsecure bool
+
+	APIServer         bool
+	ControllerManager bool
+	Scheduler         bool
+	// Etcd is true when stacked etcd metrics are rendered (false with
+	// external etcd, whose metrics need no change).
+	Etcd             bool
+	EtcdMetricsLevel EtcdMetricsLevel
+	// ExternalEtcdScrape is true when etcd is enabled but external: only a
+	// scrape configuration (mTLS on 2379) is rendered.
+	ExternalEtcdScrape bool
+	KubeProxy          bool
+	Kubelet            bool
+
+	ManagementComponents bool
+	ManagementExclude    []string
+
+	Statusz bool
+	Flagz   bool
+
+	TLSMinVersion string
+
+	ServiceMonitors     bool
+	PrometheusConfig    bool
+	MonitoringNamespace string
+
+	Images Images
+}
+
+// Default images, pinned. --bundles-override and spec.images override them.
+const (
+	DefaultKubeRBACProxyImage = "quay.io/brancz/kube-rbac-proxy:v0.19.1"
+	DefaultHAProxyImage       = "docker.io/library/haproxy:3.0.12-alpine"
+)
+
+// ZPages reports whether any z-page is on.
+func (c *Config) ZPages() bool { return c.Statusz || c.Flagz }
+
+// Bottlerocket reports whether the control plane runs Bottlerocket.
+func (c *Config) Bottlerocket() bool { return c.OSFamily == OSBottlerocket }

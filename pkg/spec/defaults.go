@@ -1,0 +1,102 @@
+package spec
+
+import "strings"
+
+// Options are the inputs to defaulting that come from flags, not the file.
+type Options struct {
+	// CAPIAPIVersion is used when the Cluster has no eksaVersion
+	// (--capi-api-version); empty means v1beta2.
+	CAPIAPIVersion string
+}
+
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// Default resolves the metrics section against the Cluster. It does not
+// validate; call Validate on the result. Values it cannot parse are left at
+// safe zero values for Validate to report.
+func Default(f *File, opts Options) *Config {
+	m, cl := &f.Metrics, &f.Cluster
+	c := &Config{
+		ClusterName:    cl.Metadata.Name,
+		Provider:       providerByDatacenterKind[cl.Spec.DatacenterRef.Kind],
+		Management:     cl.Spec.ManagementCluster.Name == "" || cl.Spec.ManagementCluster.Name == cl.Metadata.Name,
+		ExternalEtcd:   cl.Spec.ExternalEtcdConfiguration != nil,
+		EtcdEncryption: len(cl.Spec.EtcdEncryption) > 0,
+		Exposure:       m.Exposure,
+		Scrapers:       m.Scrapers,
+		AllowInsecure:  m.AllowInsecure,
+	}
+	c.KubeVersion, _ = ParseKubeVersion(cl.Spec.KubernetesVersion)
+	c.CAPIVersion = CAPIv1beta2
+	if opts.CAPIAPIVersion != "" {
+		c.CAPIVersion = opts.CAPIAPIVersion
+	}
+	if cl.Spec.EksaVersion != "" {
+		if v, err := ParseEKSAVersion(cl.Spec.EksaVersion); err == nil {
+			c.EKSAVersion = &v
+			c.CAPIVersion = CAPIv1beta2
+			if v.Less(EKSAv1beta2) {
+				c.CAPIVersion = CAPIv1beta1
+			}
+		}
+	}
+	c.OSFamily = f.controlPlaneOS()
+	if c.Exposure == "" {
+		c.Exposure = ExposureProxy
+	}
+
+	comp := m.Components
+	c.APIServer = comp.KubeAPIServer.On()
+	c.ControllerManager = comp.KubeControllerManager.On()
+	c.Scheduler = comp.KubeScheduler.On()
+	c.Etcd = comp.Etcd.On() && !c.ExternalEtcd
+	c.ExternalEtcdScrape = comp.Etcd.On() && c.ExternalEtcd
+	c.EtcdMetricsLevel = comp.Etcd.MetricsLevel
+	if c.EtcdMetricsLevel == "" {
+		c.EtcdMetricsLevel = EtcdMetricsBasic
+	}
+	c.KubeProxy = comp.KubeProxy.On()
+	c.Kubelet = comp.Kubelet.On()
+
+	c.ManagementComponents = boolOr(m.ManagementComponents.Enabled, c.Management)
+	c.ManagementExclude = m.ManagementComponents.Exclude
+
+	zDefault := c.KubeVersion.AtLeast(ZPagesDefaultOnMinor)
+	c.Statusz = boolOr(m.ZPages.Statusz, zDefault)
+	c.Flagz = boolOr(m.ZPages.Flagz, zDefault)
+
+	c.TLSMinVersion = m.TLS.MinVersion
+	if c.TLSMinVersion == "" {
+		c.TLSMinVersion = TLS12
+	}
+	c.ServiceMonitors = boolOr(m.ScrapeConfig.ServiceMonitors, true)
+	c.PrometheusConfig = boolOr(m.ScrapeConfig.Prometheus, true)
+	c.MonitoringNamespace = m.ScrapeConfig.Namespace
+	if c.MonitoringNamespace == "" {
+		c.MonitoringNamespace = "monitoring"
+	}
+	c.Images = m.Images
+	if c.Images.KubeRBACProxy == "" {
+		c.Images.KubeRBACProxy = DefaultKubeRBACProxyImage
+	}
+	if c.Images.HAProxy == "" {
+		c.Images.HAProxy = DefaultHAProxyImage
+	}
+	return c
+}
+
+// controlPlaneOS finds the osFamily of the control plane's MachineConfig.
+func (f *File) controlPlaneOS() string {
+	ref := f.Cluster.Spec.ControlPlaneConfiguration.MachineGroupRef
+	for _, mc := range f.MachineConfigs {
+		if mc.Kind == ref.Kind && mc.Metadata.Name == ref.Name {
+			return strings.ToLower(mc.Spec.OSFamily)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,95 @@
+package spec
+
+// The parts of EKS Anywhere's documents that eksa-metrics reads. Everything
+// else in the file is preserved untouched and never decoded.
+
+// Cluster is the subset of anywhere.eks.amazonaws.com/v1alpha1 Cluster used here.
+type Cluster struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Metadata   ObjectMeta  `json:"metadata"`
+	Spec       ClusterSpec `json:"spec"`
+}
+
+// ClusterSpec is the subset of Cluster.spec used here.
+type ClusterSpec struct {
+	KubernetesVersion             string                     `json:"kubernetesVersion"`
+	EksaVersion                   string                     `json:"eksaVersion,omitempty"`
+	ManagementCluster             ManagementCluster          `json:"managementCluster,omitempty"`
+	ControlPlaneConfiguration     ControlPlaneConfiguration  `json:"controlPlaneConfiguration,omitempty"`
+	WorkerNodeGroupConfigurations []WorkerNodeGroup          `json:"workerNodeGroupConfigurations,omitempty"`
+	ExternalEtcdConfiguration     *ExternalEtcdConfiguration `json:"externalEtcdConfiguration,omitempty"`
+	DatacenterRef                 Ref                        `json:"datacenterRef"`
+	EtcdEncryption                []any                      `json:"etcdEncryption,omitempty"`
+}
+
+// Ref is EKS-A's {kind, name} reference.
+type Ref struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// ManagementCluster names the cluster that manages this one.
+type ManagementCluster struct {
+	Name string `json:"name"`
+}
+
+// ControlPlaneConfiguration is the subset of the control plane settings used here.
+type ControlPlaneConfiguration struct {
+	Count           int `json:"count,omitempty"`
+	MachineGroupRef Ref `json:"machineGroupRef,omitempty"`
+}
+
+// WorkerNodeGroup is the subset of a worker node group used here.
+type WorkerNodeGroup struct {
+	Name            string `json:"name"`
+	MachineGroupRef Ref    `json:"machineGroupRef,omitempty"`
+}
+
+// ExternalEtcdConfiguration marks an unstacked (etcdadm) etcd.
+type ExternalEtcdConfiguration struct {
+	Count           int `json:"count"`
+	MachineGroupRef Ref `json:"machineGroupRef,omitempty"`
+}
+
+// MachineConfig is any provider's *MachineConfig; only osFamily is read.
+type MachineConfig struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   ObjectMeta        `json:"metadata"`
+	Spec       MachineConfigSpec `json:"spec"`
+}
+
+// MachineConfigSpec is the subset of a MachineConfig's spec used here.
+type MachineConfigSpec struct {
+	OSFamily string `json:"osFamily,omitempty"`
+}
+
+// Provider is an EKS-A infrastructure provider, derived from datacenterRef.kind.
+type Provider string
+
+const (
+	ProviderVSphere    Provider = "vsphere"
+	ProviderDocker     Provider = "docker"
+	ProviderTinkerbell Provider = "tinkerbell"
+	ProviderNutanix    Provider = "nutanix"
+	ProviderSnow       Provider = "snow"
+	ProviderCloudStack Provider = "cloudstack"
+)
+
+// providerByDatacenterKind maps datacenterRef.kind to the provider.
+var providerByDatacenterKind = map[string]Provider{
+	"VSphereDatacenterConfig":    ProviderVSphere,
+	"DockerDatacenterConfig":     ProviderDocker,
+	"TinkerbellDatacenterConfig": ProviderTinkerbell,
+	"NutanixDatacenterConfig":    ProviderNutanix,
+	"SnowDatacenterConfig":       ProviderSnow,
+	"CloudStackDatacenterConfig": ProviderCloudStack,
+}
+
+// OS families as EKS-A spells them.
+const (
+	OSUbuntu       = "ubuntu"
+	OSRedHat       = "redhat"
+	OSBottlerocket = "bottlerocket"
+)

@@ -1,0 +1,329 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// MaxFileSize is the largest cluster file accepted. Real EKS-A files are a
+// few kilobytes; the bound stops a runaway input early.
+const MaxFileSize = 4 << 20
+
+// Form says where the metrics section was written.
+type Form string
+
+const (
+	FormDocument Form = "MetricsConfig document"
+	FormInline   Form = "Cluster.spec.metrics"
+)
+
+// document is one YAML document of the file and where it sits.
+type document struct {
+	node       *yaml.Node // the DocumentNode
+	root       *yaml.Node // its content, a mapping for every document we read
+	apiVersion string
+	kind       string
+	name       string
+	firstLine  int // first and last line of the document's text, 1-based, separator excluded
+	lastLine   int
+	lines      lineIndex
+}
+
+// File is a loaded cluster file: the EKS-A documents it holds, the metrics
+// section, and what is needed to write the file back without the section.
+type File struct {
+	Path string
+	Raw  []byte
+
+	Cluster        Cluster
+	MachineConfigs []MachineConfig
+	Metrics        MetricsSpec
+	MetricsName    string // metadata.name of the MetricsConfig (form A)
+	Form           Form
+
+	docs       []*document
+	clusterDoc *document
+	metricsDoc *document  // form A
+	metricsKey *yaml.Node // form B: the "metrics" key in Cluster.spec
+	specNode   *yaml.Node // form B: the Cluster.spec mapping
+}
+
+// Load parses a cluster file strictly. Every problem is reported in one
+// *InvalidError; nothing is defaulted or validated yet.
+func Load(path string, r io.Reader) (*File, error) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %q: %w", path, err)
+	}
+	f := &File{Path: path, Raw: raw}
+	if len(raw) > MaxFileSize {
+		return nil, f.invalid(Problem{File: path, Detail: fmt.Sprintf("file is larger than %d MiB; a cluster file is a few kilobytes, check that this is the right file", MaxFileSize>>20)})
+	}
+	if err := f.parseDocuments(); err != nil {
+		return nil, err
+	}
+	var probs []Problem
+	probs = append(probs, f.selectDocuments()...)
+	if f.clusterDoc != nil {
+		probs = append(probs, f.decodeCluster()...)
+	}
+	probs = append(probs, f.decodeMetrics()...)
+	for _, d := range f.docs {
+		if isMachineConfig(d) {
+			var mc MachineConfig
+			dec := newDecoder(false, d.lines)
+			dec.decode(d.root, &mc, nil)
+			probs = append(probs, d.lines.problems(path, dec.errs)...)
+			f.MachineConfigs = append(f.MachineConfigs, mc)
+		}
+	}
+	if len(probs) > 0 {
+		return nil, f.invalid(probs...)
+	}
+	return f, nil
+}
+
+func (f *File) invalid(p ...Problem) error { return &InvalidError{Problems: p} }
+
+var (
+	separator    = regexp.MustCompile(`^(---|\.\.\.)(\s|#|$)`)
+	yamlErrorPos = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+)
+
+// parseDocuments splits the file into YAML documents and records their lines.
+func (f *File) parseDocuments() error {
+	// Line ranges of the text between separators, to cut documents out later.
+	type span struct{ first, last int }
+	var spans []span
+	lines := bytes.Split(f.Raw, []byte("\n"))
+	start := 1
+	for i, l := range lines {
+		if separator.Match(l) {
+			spans = append(spans, span{start, i})
+			start = i + 2
+		}
+	}
+	spans = append(spans, span{start, len(lines)})
+
+	dec := yaml.NewDecoder(bytes.NewReader(f.Raw))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return f.invalid(yamlProblem(f.Path, err))
+		}
+		if len(n.Content) == 0 || isNull(n.Content[0]) {
+			continue // an empty document
+		}
+		root := n.Content[0]
+		d := &document{node: &n, root: root, lines: lineIndex{}}
+		for _, s := range spans {
+			if root.Line >= s.first && root.Line <= s.last {
+				d.firstLine, d.lastLine = s.first, s.last
+			}
+		}
+		if root.Kind != yaml.MappingNode {
+			return f.invalid(Problem{File: f.Path, Line: root.Line, Detail: "a document must be a mapping with apiVersion and kind"})
+		}
+		d.apiVersion = scalarField(root, "apiVersion")
+		d.kind = scalarField(root, "kind")
+		if md := mappingField(root, "metadata"); md != nil {
+			d.name = scalarField(md, "name")
+		}
+		f.docs = append(f.docs, d)
+	}
+	return nil
+}
+
+func yamlProblem(file string, err error) Problem {
+	if m := yamlErrorPos.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return Problem{File: file, Line: line, Detail: "malformed YAML: " + m[2]}
+	}
+	return Problem{File: file, Detail: "malformed YAML: " + err.Error()}
+}
+
+func isMachineConfig(d *document) bool {
+	return d.apiVersion == eksaAPIVersion && len(d.kind) > len("MachineConfig") && d.kind[len(d.kind)-len("MachineConfig"):] == "MachineConfig"
+}
+
+// valueNode returns the value node of key in a mapping, or nil.
+func valueNode(m *yaml.Node, key string) (*yaml.Node, *yaml.Node) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], m.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+func scalarField(m *yaml.Node, key string) string {
+	if _, v := valueNode(m, key); v != nil && v.Kind == yaml.ScalarNode {
+		return v.Value
+	}
+	return ""
+}
+
+func mappingField(m *yaml.Node, key string) *yaml.Node {
+	if _, v := valueNode(m, key); v != nil && v.Kind == yaml.MappingNode {
+		return v
+	}
+	return nil
+}
+
+// selectDocuments finds the Cluster the metrics section belongs to, and the
+// section itself in either form.
+func (f *File) selectDocuments() []Problem {
+	var clusters, metricsDocs []*document
+	type inline struct {
+		d        *document
+		key      *yaml.Node
+		specNode *yaml.Node
+	}
+	var inlines []inline
+	for _, d := range f.docs {
+		switch {
+		case d.kind == "Cluster" && d.apiVersion == eksaAPIVersion:
+			clusters = append(clusters, d)
+			spec := mappingField(d.root, "spec")
+			if k, _ := valueNode(spec, "metrics"); k != nil {
+				inlines = append(inlines, inline{d, k, spec})
+			}
+		case d.kind == Kind:
+			metricsDocs = append(metricsDocs, d)
+		}
+	}
+
+	var probs []Problem
+	at := func(line int, fieldPath, detail string) {
+		probs = append(probs, Problem{File: f.Path, Line: line, Field: fieldPath, Detail: detail})
+	}
+	if len(clusters) == 0 {
+		at(0, "", "no EKS Anywhere Cluster document (apiVersion: "+eksaAPIVersion+", kind: Cluster) in the file; point -f at the cluster spec you give to eksctl anywhere")
+		return probs
+	}
+	nSections := len(metricsDocs) + len(inlines)
+	switch {
+	case nSections == 0:
+		at(0, "", "no metrics section: add a document of kind "+Kind+" (apiVersion "+APIVersion+") or a spec.metrics section to the Cluster; see docs/reference.md")
+		return probs
+	case nSections > 1:
+		var where []string
+		for _, d := range metricsDocs {
+			where = append(where, fmt.Sprintf("a %s document at line %d", Kind, d.root.Line))
+		}
+		for _, in := range inlines {
+			where = append(where, fmt.Sprintf("Cluster %q spec.metrics at line %d", in.d.name, in.key.Line))
+		}
+		line := 0
+		if len(metricsDocs) > 1 {
+			line = metricsDocs[1].root.Line
+		} else if len(inlines) > 0 {
+			line = inlines[len(inlines)-1].key.Line
+		}
+		at(line, "", fmt.Sprintf("the file has %d metrics sections (%s); keep exactly one", nSections, joinAnd(where)))
+		return probs
+	}
+
+	if len(inlines) == 1 {
+		f.Form = FormInline
+		f.clusterDoc, f.metricsKey, f.specNode = inlines[0].d, inlines[0].key, inlines[0].specNode
+		return probs
+	}
+
+	f.Form = FormDocument
+	f.metricsDoc = metricsDocs[0]
+	md := f.metricsDoc
+	f.MetricsName = md.name
+	want, wantLine, wantField := md.name, md.root.Line, "metadata.name"
+	if ref := mappingField(mappingField(md.root, "spec"), "clusterRef"); ref != nil {
+		want, wantLine, wantField = scalarField(ref, "name"), ref.Line, "spec.clusterRef.name"
+	} else if len(clusters) > 1 {
+		var names []string
+		for _, c := range clusters {
+			names = append(names, strconv.Quote(c.name))
+		}
+		at(md.root.Line, "spec.clusterRef", fmt.Sprintf("Required value: the file has %d Clusters (%s); set spec.clusterRef.name to the one these metrics are for", len(clusters), joinAnd(names)))
+		return probs
+	}
+	for _, c := range clusters {
+		if c.name == want {
+			f.clusterDoc = c
+		}
+	}
+	if f.clusterDoc == nil {
+		var names []string
+		for _, c := range clusters {
+			names = append(names, strconv.Quote(c.name))
+		}
+		at(wantLine, wantField, fmt.Sprintf("Invalid value: %q: no Cluster of that name in the file (it has %s); the %s must name its Cluster", want, joinAnd(names), Kind))
+	}
+	return probs
+}
+
+func joinAnd(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	out := ""
+	for i, s := range items {
+		switch {
+		case i == 0:
+			out = s
+		case i == len(items)-1:
+			out += " and " + s
+		default:
+			out += ", " + s
+		}
+	}
+	return out
+}
+
+func (f *File) decodeCluster() []Problem {
+	d := f.clusterDoc
+	dec := newDecoder(false, d.lines)
+	// The inline metrics section is decoded strictly on its own, below.
+	dec.decode(d.root, &f.Cluster, nil)
+	return d.lines.problems(f.Path, dec.errs)
+}
+
+func (f *File) decodeMetrics() []Problem {
+	switch f.Form {
+	case FormInline:
+		d := f.clusterDoc
+		_, v := valueNode(f.specNode, "metrics")
+		dec := newDecoder(true, d.lines)
+		dec.decode(v, &f.Metrics, field.NewPath("spec", "metrics"))
+		return d.lines.problems(f.Path, dec.errs)
+	case FormDocument:
+		d := f.metricsDoc
+		dec := newDecoder(true, d.lines)
+		var mc MetricsConfig
+		dec.decode(d.root, &mc, nil)
+		if mc.APIVersion != APIVersion {
+			dec.fail(d.lines.lineOf("apiVersion"), field.NotSupported(field.NewPath("apiVersion"), mc.APIVersion, []string{APIVersion}))
+		}
+		if mc.Metadata.Name == "" {
+			dec.fail(d.root.Line, field.Required(field.NewPath("metadata", "name"), "the name of the Cluster these metrics are for"))
+		}
+		f.Metrics = mc.Spec
+		return d.lines.problems(f.Path, dec.errs)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+// Package templates renders the Kubernetes objects eksa-metrics needs: RBAC,
+// the proxy DaemonSets and their configuration, Services and scrape
+// configuration. Functions here are pure: configuration in, objects out.
+package templates
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// Names and labels shared by everything rendered.
+const (
+	Prefix         = "eksa-metrics"
+	SystemNS       = "kube-system"
+	ComponentLabel = "eksa-metrics/component"
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	NameLabel      = "app.kubernetes.io/name"
+	// InsecureSkipVerifyAnnotation explains, on a scrape object, why it does
+	// not verify the target's certificate.
+	InsecureSkipVerifyAnnotation = "eksa-metrics/insecure-skip-verify"
+
+	ReaderRole      = Prefix + "-reader"
+	ProxySA         = Prefix + "-proxy"
+	ControlPlaneDS  = Prefix + "-control-plane-proxy"
+	NodeDS          = Prefix + "-kube-proxy-proxy"
+	ScrapeConfigMap = Prefix + "-scrape-configs"
+	ScrapeFileKey   = "scrape-configs.yaml"
+	HAProxyCfgKey   = "haproxy.cfg"
+
+	saTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	saCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+)
+
+// Object is one rendered object, as plain maps (what YAML/JSON output and
+// server-side apply take).
+type Object = map[string]any
+
+func labels(extra map[string]string) map[string]string {
+	l := map[string]string{ManagedByLabel: Prefix}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+// toObject converts a typed object to maps, dropping empty fields such as
+// creationTimestamp: null and status: {}.
+func toObject(apiVersion, kind string, obj any) Object {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(fmt.Sprintf("templates: converting %s: %v", kind, err)) // a programming error
+	}
+	m["apiVersion"], m["kind"] = apiVersion, kind
+	delete(m, "status") // never rendered: the cluster owns status
+	prune(m)
+	return m
+}
+
+// prune removes nil values and empty maps, recursively.
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			prune(x)
+			if len(x) == 0 {
+				delete(m, k)
+			}
+		case []any:
+			for _, item := range x {
+				if mm, ok := item.(map[string]any); ok {
+					prune(mm)
+				}
+			}
+		}
+	}
+}
+
+// Enabled returns the catalog rows of the components the configuration turns
+// on, in catalog order. External etcd counts as enabled only for scrape
+// configuration, which callers handle through Config.ExternalEtcdScrape.
+func Enabled(c *spec.Config) []components.Cluster {
+	on := map[components.ID]bool{
+		components.KubeAPIServer:         c.APIServer,
+		components.KubeControllerManager: c.ControllerManager,
+		components.KubeScheduler:         c.Scheduler,
+		components.Etcd:                  c.Etcd,
+		components.KubeProxy:             c.KubeProxy,
+		components.Kubelet:               c.Kubelet,
+	}
+	var out []components.Cluster
+	for _, row := range components.ClusterCatalog {
+		if on[row.ID] {
+			out = append(out, row)
+		}
+	}
+	return out
+}
+
+func isOn(c *spec.Config, id components.ID) bool {
+	for _, row := range Enabled(c) {
+		if row.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ZPagePaths returns /statusz and /flagz as enabled.
+func ZPagePaths(c *spec.Config) []string {
+	var out []string
+	if c.Statusz {
+		out = append(out, "/statusz")
+	}
+	if c.Flagz {
+		out = append(out, "/flagz")
+	}
+	return out
+}
+
+func intOrStr(i int) intstr.IntOrString { return intstr.FromInt32(int32(i)) }

@@ -1,0 +1,201 @@
+package templates
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// NodeIPEnv is the environment variable that carries the node's address into
+// the proxy containers (from status.hostIP); it appears in the rendered
+// arguments and HAProxy configuration as $(NODE_IP) and ${NODE_IP}.
+const NodeIPEnv = "NODE_IP"
+
+const haproxyCfgDir = "/usr/local/etc/haproxy"
+
+// needsProxy reports whether proxy mode renders any proxy.
+func needsProxy(c *spec.Config) bool {
+	return c.Exposure == spec.ExposureProxy && (c.ControllerManager || c.Scheduler || c.Etcd || c.KubeProxy)
+}
+
+// HAProxyConfig is the TCP pass-through configuration for the secure ports of
+// kube-controller-manager and kube-scheduler: TLS stays end to end and the
+// component authenticates and authorizes the scraper itself.
+func HAProxyConfig(c *spec.Config) string {
+	var b strings.Builder
+	b.WriteString(`# Rendered by eksa-metrics. TCP pass-through from the node address to the
+# loopback-only secure ports; TLS, authentication and authorization stay with
+# the component itself.
+global
+  log stdout format raw local0 notice
+  maxconn 512
+
+defaults
+  mode tcp
+  log global
+  option dontlognull
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+`)
+	for _, id := range []components.ID{components.KubeControllerManager, components.KubeScheduler} {
+		if !isOn(c, id) {
+			continue
+		}
+		comp := components.Lookup(id)
+		fmt.Fprintf(&b, "\nfrontend %s\n  bind \"${%s}:%d\"\n  default_backend %s\n", comp.ID, NodeIPEnv, comp.Port, comp.ID)
+		fmt.Fprintf(&b, "\nbackend %s\n  server local 127.0.0.1:%d\n", comp.ID, comp.Port)
+	}
+	return b.String()
+}
+
+// KubeRBACProxyArgs are the arguments of a kube-rbac-proxy in front of a
+// plain-HTTP loopback endpoint: TLS on the node address, TokenReview and
+// SubjectAccessReview on the request path, and only the allowed paths.
+func KubeRBACProxyArgs(port int, allowPaths []string, tlsMinVersion string) []string {
+	return []string{
+		fmt.Sprintf("--secure-listen-address=$(%s):%d", NodeIPEnv, port),
+		fmt.Sprintf("--upstream=http://127.0.0.1:%d/", port),
+		"--allow-paths=" + strings.Join(allowPaths, ","),
+		"--tls-min-version=" + tlsMinVersion,
+	}
+}
+
+// ProxyAllowPaths are the paths a kube-rbac-proxy lets through for a component.
+func ProxyAllowPaths(c *spec.Config, comp components.Cluster) []string {
+	paths := append([]string{}, comp.Paths...)
+	if comp.ZPages {
+		paths = append(paths, ZPagePaths(c)...)
+	}
+	return paths
+}
+
+// Proxies renders the proxy DaemonSets, their ServiceAccount and the HAProxy
+// ConfigMap (proxy mode only).
+func Proxies(c *spec.Config) []Object {
+	if !needsProxy(c) {
+		return nil
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ProxySA, Namespace: SystemNS, Labels: labels(nil)}}
+	out := []Object{toObject("v1", "ServiceAccount", sa)}
+
+	var cpContainers []corev1.Container
+	var volumes []corev1.Volume
+	if c.ControllerManager || c.Scheduler {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneDS, Namespace: SystemNS, Labels: labels(nil)},
+			Data:       map[string]string{HAProxyCfgKey: HAProxyConfig(c)},
+		}
+		out = append(out, toObject("v1", "ConfigMap", cm))
+		var ports []corev1.ContainerPort
+		for _, id := range []components.ID{components.KubeControllerManager, components.KubeScheduler} {
+			if isOn(c, id) {
+				comp := components.Lookup(id)
+				ports = append(ports, corev1.ContainerPort{Name: comp.PortName, ContainerPort: int32(comp.Port), Protocol: corev1.ProtocolTCP})
+			}
+		}
+		cpContainers = append(cpContainers, corev1.Container{
+			Name:            "haproxy",
+			Image:           c.Images.HAProxy,
+			Command:         []string{"haproxy", "-W", "-db", "-f", haproxyCfgDir + "/" + HAProxyCfgKey},
+			Env:             []corev1.EnvVar{nodeIPEnv()},
+			Ports:           ports,
+			VolumeMounts:    []corev1.VolumeMount{{Name: "haproxy-config", MountPath: haproxyCfgDir, ReadOnly: true}},
+			SecurityContext: hardened(99), // the haproxy image's own user
+			Resources:       smallResources(),
+		})
+		volumes = append(volumes, corev1.Volume{Name: "haproxy-config", VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ControlPlaneDS}},
+		}})
+	}
+	if c.Etcd {
+		cpContainers = append(cpContainers, rbacProxyContainer(c, components.Lookup(components.Etcd)))
+	}
+	if len(cpContainers) > 0 {
+		ds := daemonSet(ControlPlaneDS, cpContainers, volumes)
+		ds.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
+		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{
+			{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+			{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+		}
+		out = append(out, toObject("apps/v1", "DaemonSet", ds))
+	}
+	if c.KubeProxy {
+		ds := daemonSet(NodeDS, []corev1.Container{rbacProxyContainer(c, components.Lookup(components.KubeProxy))}, nil)
+		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} // every node, like kube-proxy
+		out = append(out, toObject("apps/v1", "DaemonSet", ds))
+	}
+	return out
+}
+
+func rbacProxyContainer(c *spec.Config, comp components.Cluster) corev1.Container {
+	return corev1.Container{
+		Name:            "kube-rbac-proxy-" + string(comp.ID),
+		Image:           c.Images.KubeRBACProxy,
+		Args:            KubeRBACProxyArgs(comp.Port, ProxyAllowPaths(c, comp), c.TLSMinVersion),
+		Env:             []corev1.EnvVar{nodeIPEnv()},
+		Ports:           []corev1.ContainerPort{{Name: comp.PortName, ContainerPort: int32(comp.Port), Protocol: corev1.ProtocolTCP}},
+		SecurityContext: hardened(65532),
+		Resources:       smallResources(),
+	}
+}
+
+func daemonSet(name string, containers []corev1.Container, volumes []corev1.Volume) *appsv1.DaemonSet {
+	sel := map[string]string{NameLabel: name}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: SystemNS, Labels: labels(sel)},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: ptr.To(intOrStr(1))}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels(sel)},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:           ProxySA,
+					AutomountServiceAccountToken: ptr.To(true),
+					HostNetwork:                  true,
+					DNSPolicy:                    corev1.DNSClusterFirstWithHostNet,
+					PriorityClassName:            "system-node-critical",
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: containers,
+					Volumes:    volumes,
+				},
+			},
+		},
+	}
+}
+
+func nodeIPEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: NodeIPEnv, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.hostIP"}}}
+}
+
+// hardened is the container security context of every proxy: non-root, no
+// capabilities (all ports are above 1024), read-only root filesystem.
+func hardened(uid int64) *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                ptr.To(uid),
+		RunAsGroup:               ptr.To(uid),
+		RunAsNonRoot:             ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+func smallResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("20Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+	}
+}
