@@ -88,6 +88,13 @@ func Render(f *spec.File, opts spec.Options) (*Result, error) {
 		return nil, &spec.InvalidError{Problems: []spec.Problem{{File: f.Path, Detail: err.Error()}}}
 	}
 	r := &Result{Config: cfg, ClusterYAML: clusterYAML, Warnings: warns, Change: kubeadm.Plan(cfg)}
+	for _, it := range r.Change.Items {
+		if it.Merged {
+			r.Warnings = append(r.Warnings, f.MetricsWarning("zPages", fmt.Sprintf(
+				"the %s --%s item merges EKS Anywhere's own value into %q; EKS-A re-applies its value on every reconcile and upgrade, so re-run eksa-metrics apply afterwards (validate --kubeconfig reports the drift)",
+				it.Component, it.Name, it.Value)))
+		}
+	}
 	if !r.Change.Empty() {
 		r.add(Management, r.Change.Object())
 	}

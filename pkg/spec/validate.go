@@ -191,3 +191,13 @@ func validateScrapers(scrapers []Scraper, p *field.Path) field.ErrorList {
 	}
 	return errs
 }
+
+// MetricsWarning builds a warning located at a field of the metrics section;
+// path is relative to the section, e.g. "zPages".
+func (f *File) MetricsWarning(path, detail string) Warning {
+	full := "spec." + path
+	if f.Form == FormInline {
+		full = "spec.metrics." + path
+	}
+	return Warning{Problem{File: f.Path, Line: f.lineIndex().lineOf(full), Field: full, Detail: detail}}
+}

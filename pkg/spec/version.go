@@ -26,7 +26,9 @@ func ParseKubeVersion(s string) (KubeVersion, error) {
 func (v KubeVersion) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
 // AtLeast reports whether v >= 1.minor.
-func (v KubeVersion) AtLeast(minor int) bool { return v.Major > 1 || (v.Major == 1 && v.Minor >= minor) }
+func (v KubeVersion) AtLeast(minor int) bool {
+	return v.Major > 1 || (v.Major == 1 && v.Minor >= minor)
+}
 
 // Supported Kubernetes versions.
 var (

@@ -1,0 +1,59 @@
+// Package testutil holds helpers shared by the tests: golden files and the
+// location of the shared EKS Anywhere fixtures.
+package testutil
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/pmezard/go-difflib/difflib"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files instead of comparing")
+
+// Golden compares got with the golden file at path (relative to the calling
+// test's package), or rewrites it with -update.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run make update-golden to create it): %v", err)
+	}
+	if !bytes.Equal(want, got) {
+		diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+			A: difflib.SplitLines(string(want)), B: difflib.SplitLines(string(got)),
+			FromFile: path, ToFile: "got", Context: 3,
+		})
+		t.Errorf("output differs from %s (run make update-golden if the change is intended):\n%s", path, diff)
+	}
+}
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// SharedFixtures returns ../shared/fixtures/eksa beside the checkout, or
+// skips the test with a message where it is absent.
+func SharedFixtures(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(RepoRoot(), "..", "shared", "fixtures", "eksa")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("shared EKS Anywhere fixtures not found at %s (they live beside the checkout in CI): %v", dir, err)
+	}
+	return dir
+}
