@@ -28,7 +28,7 @@ func (r *Result) PlanMarkdown() string {
 	if r.Change.Empty() {
 		b.WriteString("- Control plane: nothing. The KubeadmControlPlane is not changed; no machine is replaced.\n")
 	} else {
-		fmt.Fprintf(&b, "- Control plane: KubeadmControlPlane %s/%s changes, so Cluster API replaces every control-plane machine once (per the cluster's upgradeRolloutStrategy). `eksa-metrics apply` asks for `--allow-control-plane-rollout` first.\n", kubeadm.Namespace, c.ClusterName)
+		fmt.Fprintf(&b, "- Control plane: KubeadmControlPlane %s/%s changes, so Cluster API replaces every control-plane machine once (per the cluster's upgradeRolloutStrategy). Apply it when a rollout is acceptable.\n", kubeadm.Namespace, c.ClusterName)
 	}
 	for _, o := range r.Objects {
 		if o.Kind() == "DaemonSet" {
@@ -36,7 +36,7 @@ func (r *Result) PlanMarkdown() string {
 		}
 	}
 	if r.KubeProxyEdit != nil {
-		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No object expresses this edit: `eksa-metrics apply` performs it (read-modify-write, every other setting kept), or edit the ConfigMap by hand and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", r.KubeProxyEdit.MetricsBindAddress)
+		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No Kubernetes object can express an edit inside that string, so it is not in the rendered objects: edit the ConfigMap (`kubectl -n kube-system edit configmap kube-proxy`, change only that field) and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", r.KubeProxyEdit.MetricsBindAddress)
 	}
 	b.WriteString("\n")
 
@@ -45,7 +45,7 @@ func (r *Result) PlanMarkdown() string {
 		for _, it := range r.Change.Items {
 			why := it.Why
 			if it.Merged {
-				why += "; merged with the value EKS Anywhere renders (EKS-A owns that item too and re-applies its own value on every reconcile: re-run `eksa-metrics apply` after `eksctl anywhere upgrade`)"
+				why += "; merged with the value EKS Anywhere renders (EKS-A owns that item too and re-applies its own value on every reconcile: re-apply management/ after each `eksctl anywhere upgrade`)"
 			}
 			fmt.Fprintf(&b, "| %s | `--%s` | `%s` | %s |\n", it.Component, it.Name, it.Value, why)
 		}

@@ -91,7 +91,7 @@ func Render(f *spec.File, opts spec.Options) (*Result, error) {
 	for _, it := range r.Change.Items {
 		if it.Merged {
 			r.Warnings = append(r.Warnings, f.MetricsWarning("zPages", fmt.Sprintf(
-				"the %s --%s item merges EKS Anywhere's own value into %q; EKS-A re-applies its value on every reconcile and upgrade, so re-run eksa-metrics apply afterwards (validate --kubeconfig reports the drift)",
+				"the %s --%s item merges EKS Anywhere's own value into %q; EKS-A re-applies its value on every reconcile and upgrade, so re-apply the KubeadmControlPlane change after every EKS-A reconcile of that field and after each eksctl anywhere upgrade",
 				it.Component, it.Name, it.Value)))
 		}
 	}
