@@ -1,0 +1,216 @@
+package kubeadm_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+	kcpv1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
+	kcpv1beta2 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// renderedKCP reads the KubeadmControlPlane document of an EKS-A rendered file.
+func renderedKCP(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatalf("%s: no KubeadmControlPlane: %v", path, err)
+		}
+		if doc["kind"] == "KubeadmControlPlane" {
+			// Through JSON, so that values are the types the API machinery uses.
+			b, _ := json.Marshal(doc)
+			var out map[string]any
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+	}
+}
+
+func config(t *testing.T, specPath string, exposure spec.Exposure, capi string) *spec.Config {
+	t.Helper()
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "test"
+	if strings.Contains(string(raw), "name: eksa-unit-test") {
+		name = "eksa-unit-test"
+	}
+	metrics := "\n---\napiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1\nkind: MetricsConfig\nmetadata: {name: " + name + "}\nspec:\n  scrapers: [{kind: Group, name: g}]\n  exposure: " + string(exposure) + "\n  allowInsecure: true\n  zPages: {statusz: true, flagz: true}\n  components: {etcd: {metricsLevel: extensive}}\n"
+	f, err := spec.Load("c.yaml", strings.NewReader(string(raw)+metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := spec.Default(f, spec.Options{CAPIAPIVersion: capi})
+	if _, err := spec.Validate(f, c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The change merged into what EKS-A renders for the same spec: v1beta2 lists
+// keep unique names, v1beta1 keeps maps, and the result decodes into the
+// Cluster API types of that contract.
+func TestMergeIntoEKSARenderedKCP(t *testing.T) {
+	dir := testutil.SharedFixtures(t)
+	pairs := []struct{ spec, rendered, capi string }{
+		{"vsphere-external-etcd", "vsphere-external-etcd.v1beta1", spec.CAPIv1beta1},
+		{"vsphere-external-etcd", "vsphere-external-etcd.v1beta2", spec.CAPIv1beta2},
+		{"vsphere-bottlerocket", "vsphere-bottlerocket.v1beta2", spec.CAPIv1beta2},
+		{"docker", "docker.v1beta2", spec.CAPIv1beta2},
+		{"tinkerbell-stacked-etcd", "tinkerbell.v1beta2", spec.CAPIv1beta2},
+		{"nutanix", "nutanix.v1beta2", spec.CAPIv1beta2},
+	}
+	for _, p := range pairs {
+		for _, mode := range []spec.Exposure{spec.ExposureBindAddress, spec.ExposureProxy} {
+			t.Run(p.rendered+"/"+string(mode), func(t *testing.T) {
+				cfg := config(t, filepath.Join(dir, "specs", p.spec+".yaml"), mode, p.capi)
+				change := kubeadm.Plan(cfg)
+				kcp := renderedKCP(t, filepath.Join(dir, "rendered", p.rendered+".yaml"))
+				if err := kubeadm.MergeInto(kcp, change); err != nil {
+					t.Fatalf("merge: %v", err)
+				}
+				cc := kcp["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)
+				for _, comp := range kubeadm.Components {
+					got := lookup(cc, comp.Path())
+					if got == nil {
+						continue
+					}
+					names := map[string]string{}
+					switch x := got.(type) {
+					case []any:
+						if p.capi != spec.CAPIv1beta2 {
+							t.Fatalf("%s: a list in a v1beta1 object", comp)
+						}
+						for _, item := range x {
+							m := item.(map[string]any)
+							n := m["name"].(string)
+							if _, dup := names[n]; dup {
+								t.Errorf("%s: extraArgs name %q appears twice", comp, n)
+							}
+							names[n], _ = m["value"].(string)
+						}
+					case map[string]any:
+						if p.capi != spec.CAPIv1beta1 {
+							t.Fatalf("%s: a map in a v1beta2 object", comp)
+						}
+						for k, v := range x {
+							names[k], _ = v.(string)
+						}
+					}
+					for _, a := range change.Args(comp) {
+						if names[a.Name] != a.Value {
+							t.Errorf("%s: %s=%q after merge, want %q", comp, a.Name, names[a.Name], a.Value)
+						}
+					}
+				}
+				if mode == spec.ExposureBindAddress && len(change.Args(kubeadm.ControllerManager)) == 0 {
+					t.Fatalf("bindAddress rendered nothing for the controller manager")
+				}
+				decodeTyped(t, kcp, p.capi)
+			})
+		}
+	}
+}
+
+func lookup(m map[string]any, path []string) any {
+	var cur any = m
+	for _, k := range path {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[k]
+	}
+	return cur
+}
+
+// decodeTyped proves the shape against the Cluster API types. EKS-A's fork
+// adds Bottlerocket fields the upstream types do not know, so unknown fields
+// are allowed; a wrong extraArgs shape still fails.
+func decodeTyped(t *testing.T, kcp map[string]any, capi string) {
+	t.Helper()
+	b, err := json.Marshal(kcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch capi {
+	case spec.CAPIv1beta1:
+		var obj kcpv1beta1.KubeadmControlPlane
+		if err := sigsyaml.Unmarshal(b, &obj); err != nil {
+			t.Fatalf("v1beta1 decode: %v", err)
+		}
+		if obj.Spec.KubeadmConfigSpec.ClusterConfiguration == nil {
+			t.Fatal("v1beta1: no clusterConfiguration")
+		}
+	default:
+		var obj kcpv1beta2.KubeadmControlPlane
+		if err := sigsyaml.Unmarshal(b, &obj); err != nil {
+			t.Fatalf("v1beta2 decode: %v", err)
+		}
+	}
+}
+
+// With etcd encryption EKS-A renders feature-gates=KMSv1=true on the
+// apiserver; the z-page gates are merged into that one item.
+func TestMergeFeatureGatesWithEKSAKMSv1(t *testing.T) {
+	dir := testutil.SharedFixtures(t)
+	kcp := renderedKCP(t, filepath.Join(dir, "rendered", "vsphere-bottlerocket.v1beta2.yaml"))
+	cc := kcp["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)
+	api := cc["apiServer"].(map[string]any)
+	api["extraArgs"] = append(api["extraArgs"].([]any), map[string]any{"name": "feature-gates", "value": "KMSv1=true"})
+
+	cfg := &spec.Config{ClusterName: "test", KubeVersion: spec.KubeVersion{Major: 1, Minor: 35}, Provider: spec.ProviderVSphere,
+		CAPIVersion: spec.CAPIv1beta2, EtcdEncryption: true, Exposure: spec.ExposureProxy, TLSMinVersion: spec.TLS12,
+		APIServer: true, ControllerManager: true, Scheduler: true, Statusz: true, Flagz: true}
+	change := kubeadm.Plan(cfg)
+	if err := kubeadm.MergeInto(kcp, change); err != nil {
+		t.Fatal(err)
+	}
+	var gates []string
+	for _, item := range api["extraArgs"].([]any) {
+		if m := item.(map[string]any); m["name"] == "feature-gates" {
+			gates = append(gates, m["value"].(string))
+		}
+	}
+	if len(gates) != 1 || gates[0] != "ComponentFlagz=true,ComponentStatusz=true,KMSv1=true" {
+		t.Fatalf("apiServer feature-gates items: %q", gates)
+	}
+	decodeTyped(t, kcp, spec.CAPIv1beta2)
+}
+
+func TestMergeIntoRefusesEtcdArgsWithExternalEtcd(t *testing.T) {
+	kcp := map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "spec": map[string]any{"kubeadmConfigSpec": map[string]any{
+		"clusterConfiguration": map[string]any{"etcd": map[string]any{"external": map[string]any{"endpoints": []any{"https://x:2379"}}}}}}}
+	ch := kubeadm.Change{APIVersion: spec.CAPIv1beta2, Items: []kubeadm.Item{{Component: kubeadm.Etcd, Arg: kubeadm.Arg{Name: "metrics", Value: "extensive"}}}}
+	if err := kubeadm.MergeInto(kcp, ch); err == nil {
+		t.Fatal("want an error for etcd args with external etcd")
+	}
+}
+
+func TestMergeIntoRefusesDuplicateNames(t *testing.T) {
+	kcp := map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "spec": map[string]any{"kubeadmConfigSpec": map[string]any{
+		"clusterConfiguration": map[string]any{"scheduler": map[string]any{"extraArgs": []any{
+			map[string]any{"name": "profiling", "value": "false"}, map[string]any{"name": "profiling", "value": "true"}}}}}}}
+	ch := kubeadm.Change{APIVersion: spec.CAPIv1beta2, Items: []kubeadm.Item{{Component: kubeadm.Scheduler, Arg: kubeadm.Arg{Name: "bind-address", Value: "0.0.0.0"}}}}
+	if err := kubeadm.MergeInto(kcp, ch); err == nil || !strings.Contains(err.Error(), `"profiling" appears twice`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,106 @@
+package templates
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+)
+
+// forbiddenGrant reports why a Role or ClusterRole rule is not least
+// privilege, or "" when it is fine.
+func forbiddenGrant(rule map[string]any) string {
+	strs := func(k string) []string {
+		var out []string
+		for _, v := range asList(rule[k]) {
+			s, _ := v.(string)
+			out = append(out, s)
+		}
+		return out
+	}
+	for _, k := range []string{"verbs", "resources", "apiGroups", "nonResourceURLs", "resourceNames"} {
+		for _, v := range strs(k) {
+			if strings.Contains(v, "*") {
+				return k + " has a wildcard " + v
+			}
+		}
+	}
+	for _, r := range strs("resources") {
+		if r == "nodes/proxy" || r == "secrets" || strings.HasPrefix(r, "secrets/") {
+			return "grants " + r
+		}
+	}
+	for _, v := range strs("verbs") {
+		if v == "escalate" || v == "bind" || v == "impersonate" {
+			return "grants the verb " + v
+		}
+	}
+	return ""
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+func TestForbiddenGrantCatchesBadRules(t *testing.T) {
+	for _, bad := range []map[string]any{
+		{"verbs": []any{"get"}, "nonResourceURLs": []any{"/metrics*"}},
+		{"verbs": []any{"*"}, "nonResourceURLs": []any{"/metrics"}},
+		{"verbs": []any{"get"}, "apiGroups": []any{""}, "resources": []any{"nodes/proxy"}},
+		{"verbs": []any{"get"}, "apiGroups": []any{""}, "resources": []any{"secrets"}},
+		{"verbs": []any{"impersonate"}, "apiGroups": []any{""}, "resources": []any{"users"}},
+		{"verbs": []any{"bind", "escalate"}, "apiGroups": []any{"rbac.authorization.k8s.io"}, "resources": []any{"clusterroles"}},
+	} {
+		if forbiddenGrant(bad) == "" {
+			t.Errorf("rule %v was not flagged", bad)
+		}
+	}
+}
+
+// No rendered Role or ClusterRole, in any golden file, grants a wildcard,
+// nodes/proxy, secrets, escalate, bind or impersonate.
+func TestGoldenRolesAreLeastPrivilege(t *testing.T) {
+	root := testutil.RepoRoot()
+	var files []string
+	for _, pattern := range []string{"pkg/*/testdata/golden/*.yaml", "internal/*/testdata/golden/*.yaml"} {
+		m, _ := filepath.Glob(filepath.Join(root, pattern))
+		files = append(files, m...)
+	}
+	if len(files) < 10 {
+		t.Fatalf("expected the golden files, found %d", len(files))
+	}
+	roles := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		for {
+			var doc map[string]any
+			if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if doc["kind"] != "ClusterRole" && doc["kind"] != "Role" {
+				continue
+			}
+			roles++
+			for _, r := range asList(doc["rules"]) {
+				if why := forbiddenGrant(r.(map[string]any)); why != "" {
+					t.Errorf("%s: %s %v: %s", filepath.Base(f), doc["kind"], doc["metadata"], why)
+				}
+			}
+		}
+	}
+	if roles == 0 {
+		t.Fatal("no roles found in the golden files")
+	}
+	t.Logf("checked %d roles in %d golden files", roles, len(files))
+}
