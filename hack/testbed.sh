@@ -14,3 +14,4 @@ for v in "${KUBE_VERSIONS[@]}"; do
   "${ROOT}/hack/build-kubernetes.sh" "${v}"
 done
 "${ROOT}/hack/install-haproxy.sh"
+"${ROOT}/hack/fetch-crds.sh"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Copies the real CRDs the tests install out of the Go modules that ship them:
+# Cluster API's KubeadmControlPlane and prometheus-operator's ServiceMonitor
+# and PodMonitor. Output: bin/crds/<project>/*.yaml
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CAPI_VERSION="${CAPI_VERSION:-v1.13.2}"
+PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
+
+module_dir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
+
+cd "${ROOT}"
+capi="$(module_dir "sigs.k8s.io/cluster-api@${CAPI_VERSION}")"
+prom="$(module_dir "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}")"
+mkdir -p "${BIN}/crds/cluster-api" "${BIN}/crds/prometheus-operator"
+install -m 0644 "${capi}/controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml" "${BIN}/crds/cluster-api/"
+for crd in servicemonitors podmonitors; do
+  install -m 0644 "${prom}/example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml" "${BIN}/crds/prometheus-operator/"
+done

@@ -1,0 +1,179 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+)
+
+// FieldManager is the field manager eksa-metrics applies with.
+const FieldManager = "eksa-metrics"
+
+// Apply server-side-applies objects (as rendered: plain maps) with a field
+// manager, creating namespaces as needed. It returns the first error.
+func (cp *ControlPlane) Apply(ctx context.Context, manager string, force bool, objs ...map[string]any) error {
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Admin)))
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return err
+		}
+		if ns := u.GetNamespace(); ns != "" {
+			cp.ensureNamespace(ctx, ns)
+		}
+		data, err := json.Marshal(o)
+		if err != nil {
+			return err
+		}
+		var ri = cp.Dynamic.Resource(m.Resource)
+		var res interface {
+			Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*unstructured.Unstructured, error)
+		} = ri
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			res = ri.Namespace(u.GetNamespace())
+		}
+		if _, err := res.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager, Force: &force}); err != nil {
+			return &ApplyError{Object: gvk.Kind + " " + u.GetNamespace() + "/" + u.GetName(), Err: err}
+		}
+	}
+	return nil
+}
+
+// ApplyError names the object an apply failed for.
+type ApplyError struct {
+	Object string
+	Err    error
+}
+
+func (e *ApplyError) Error() string { return "applying " + e.Object + ": " + e.Err.Error() }
+func (e *ApplyError) Unwrap() error { return e.Err }
+
+func (cp *ControlPlane) ensureNamespace(ctx context.Context, ns string) {
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+	_, err := cp.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		panic(err)
+	}
+}
+
+// ReadYAML decodes every document of a YAML file into maps.
+func ReadYAML(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return DecodeYAML(t, raw)
+}
+
+// DecodeYAML decodes a YAML stream into maps (through JSON, so that numbers
+// and nested values have the types the API machinery expects).
+func DecodeYAML(t testing.TB, raw []byte) []map[string]any {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	var out []map[string]any
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc == nil {
+			continue
+		}
+		b, _ := json.Marshal(doc)
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+}
+
+// InstallCRDs installs the real CRDs copied from the Go modules by
+// hack/fetch-crds.sh (bin/crds/<project>/). kcpVersion selects which
+// KubeadmControlPlane version the CRD serves: its conversion webhook does not
+// run here, so the copy serves and stores only that version.
+func (cp *ControlPlane) InstallCRDs(t testing.TB, kcpVersion string) {
+	t.Helper()
+	ctx := context.Background()
+	var files []string
+	for _, dir := range []string{"cluster-api", "prometheus-operator"} {
+		m, _ := filepath.Glob(filepath.Join(BinDir(), "crds", dir, "*.yaml"))
+		if len(m) == 0 {
+			if os.Getenv("EKSA_METRICS_BIN") != "" {
+				t.Fatalf("no CRDs in %s: run make testbed", filepath.Join(BinDir(), "crds", dir))
+			}
+			t.Skip("CRDs missing: run make testbed")
+		}
+		files = append(files, m...)
+	}
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	var names []string
+	for _, f := range files {
+		for _, crd := range ReadYAML(t, f) {
+			spec := crd["spec"].(map[string]any)
+			if spec["group"] == "controlplane.cluster.x-k8s.io" {
+				var keep []any
+				for _, v := range spec["versions"].([]any) {
+					vm := v.(map[string]any)
+					if vm["name"] == kcpVersion {
+						vm["served"], vm["storage"] = true, true
+						keep = append(keep, vm)
+					}
+				}
+				if len(keep) != 1 {
+					t.Fatalf("the KubeadmControlPlane CRD has no version %s", kcpVersion)
+				}
+				spec["versions"] = keep
+				spec["conversion"] = map[string]any{"strategy": "None"}
+			}
+			data, _ := json.Marshal(crd)
+			name := crd["metadata"].(map[string]any)["name"].(string)
+			force := true
+			if _, err := cp.Dynamic.Resource(gvr).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "testbed", Force: &force}); err != nil {
+				t.Fatalf("installing CRD %s: %v", name, err)
+			}
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		WaitFor(t, "CRD "+name+" established", 30*time.Second, func() (bool, error) {
+			u, err := cp.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			for _, c := range conds {
+				cm := c.(map[string]any)
+				if cm["type"] == "Established" && cm["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	}
+}

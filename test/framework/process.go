@@ -1,0 +1,173 @@
+package framework
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+)
+
+// BinDir is where `make testbed` puts the binaries: $EKSA_METRICS_BIN, or
+// bin/ in the checkout.
+func BinDir() string {
+	if d := os.Getenv("EKSA_METRICS_BIN"); d != "" {
+		return d
+	}
+	return filepath.Join(testutil.RepoRoot(), "bin")
+}
+
+// Binary returns the path of a test-bed binary. Under `make` (which sets
+// EKSA_METRICS_BIN) a missing binary fails the test; a plain `go test` skips
+// with a hint instead.
+func Binary(t testing.TB, rel string) string {
+	t.Helper()
+	p := filepath.Join(BinDir(), rel)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("EKSA_METRICS_BIN") != "" {
+			t.Fatalf("test-bed binary %s is missing: run make testbed (%v)", p, err)
+		}
+		t.Skipf("test-bed binary %s is missing: run make testbed, or make integration / make e2e", p)
+	}
+	return p
+}
+
+// LookPath finds a system binary such as haproxy, with the same rule as Binary.
+func LookPath(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("EKSA_METRICS_BIN") != "" {
+			t.Fatalf("%s is not installed: run make testbed (%v)", name, err)
+		}
+		t.Skipf("%s is not installed: run make testbed", name)
+	}
+	return p
+}
+
+// Process is a component started by a test.
+type Process struct {
+	Name string
+	Args []string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan error
+}
+
+// Start runs a binary until the test ends. Its output is kept and shown when
+// the test fails.
+func Start(t testing.TB, name, bin string, args []string, env ...string) *Process {
+	t.Helper()
+	p := &Process{Name: name, Args: args, log: &bytes.Buffer{}, done: make(chan error, 1)}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = &syncWriter{w: p.log}, &syncWriter{w: p.log}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("--- %s %s\n%s", name, strings.Join(args, " "), p.Tail(60))
+		}
+	})
+	return p
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
+// Stop ends the process (SIGTERM, then SIGKILL after 10s).
+func (p *Process) Stop() {
+	if done, _ := p.Exited(); done {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		p.done <- <-p.done
+	}
+}
+
+// Tail returns the last n lines of the process's output.
+func (p *Process) Tail(n int) string {
+	lines := strings.Split(p.output(), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Args turns kubeadm-style arguments into command-line flags, sorted.
+func Args(args kubeadm.Args) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		out = append(out, fmt.Sprintf("--%s=%s", a.Name, a.Value))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Override applies extraArgs on top of defaults, the way kubeadm does: an
+// extra argument replaces the default of the same name.
+func Override(defaults kubeadm.Args, extra kubeadm.Args) kubeadm.Args {
+	out := defaults
+	for _, a := range extra {
+		out = out.Set(a.Name, a.Value)
+	}
+	return out
+}
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// WaitFor polls cond until it returns true or the timeout passes.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() (bool, error), procs ...*Process) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		last = err
+		for _, p := range procs {
+			if done, perr := p.Exited(); done {
+				t.Fatalf("%s exited while waiting for %s (%v):\n%s", p.Name, what, perr, p.Tail(40))
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+}
