@@ -1,0 +1,427 @@
+// Package e2e starts the real components with what generate renders, on
+// loopback, and scrapes them as the scraper, as an identity with no bindings
+// and without credentials, for both exposure modes and two Kubernetes
+// versions.
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// NodeIP stands in for the node address: a loopback address other than
+// 127.0.0.1, so that "reachable on the node IP" and "loopback only" differ.
+const NodeIP = "127.0.0.2"
+
+// Versions of the test bed (hack/testbed.sh builds both).
+var versions = []string{"v1.36.3", "v1.34.4"}
+
+const (
+	scraperNS, scraperSA = "monitoring", "prometheus-k8s"
+	scraperGroup         = "platform:metrics"
+	unboundNS, unboundSA = "monitoring", "not-a-scraper"
+)
+
+func specFor(minor string, exposure spec.Exposure) string {
+	insecure := exposure == spec.ExposureBindAddress
+	return fmt.Sprintf(`apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: Cluster
+metadata:
+  name: e2e
+spec:
+  kubernetesVersion: "%s"
+  eksaVersion: v0.26.1
+  controlPlaneConfiguration: {count: 1}
+  datacenterRef: {kind: DockerDatacenterConfig, name: e2e}
+  managementCluster: {name: e2e}
+---
+apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: DockerDatacenterConfig
+metadata: {name: e2e}
+spec: {}
+---
+apiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1
+kind: MetricsConfig
+metadata: {name: e2e}
+spec:
+  scrapers:
+  - {kind: ServiceAccount, name: %s, namespace: %s}
+  - {kind: Group, name: "%s"}
+  exposure: %s
+  allowInsecure: %t
+  zPages: {statusz: true, flagz: true}
+`, minor, scraperSA, scraperNS, scraperGroup, exposure, insecure)
+}
+
+// counts of what the suite checked, reported at the end.
+type counts struct{ scrapes, sars int }
+
+func TestEndToEnd(t *testing.T) {
+	var total counts
+	for _, v := range versions {
+		for _, mode := range []spec.Exposure{spec.ExposureProxy, spec.ExposureBindAddress} {
+			t.Run(v+"/"+string(mode), func(t *testing.T) {
+				c := runCluster(t, v, mode)
+				total.scrapes += c.scrapes
+				total.sars += c.sars
+				t.Logf("%d scrape checks, %d SubjectAccessReview checks", c.scrapes, c.sars)
+			})
+		}
+	}
+	t.Logf("end-to-end total: %d scrape checks, %d SubjectAccessReview checks", total.scrapes, total.sars)
+}
+
+// onNode replaces the wildcard address a rendered flag binds to with NodeIP:
+// the test listens on loopback only, never on the machine's interfaces.
+func onNode(args kubeadm.Args) kubeadm.Args {
+	out := make(kubeadm.Args, len(args))
+	for i, a := range args {
+		out[i] = kubeadm.Arg{Name: a.Name, Value: strings.ReplaceAll(a.Value, "0.0.0.0", NodeIP)}
+	}
+	return out
+}
+
+// nodePaths replaces the node's kubeconfig paths with the test bed's.
+func nodePaths(args kubeadm.Args, paths map[string]string) kubeadm.Args {
+	out := make(kubeadm.Args, len(args))
+	for i, a := range args {
+		if p, ok := paths[a.Value]; ok {
+			a.Value = p
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func runCluster(t *testing.T, version string, mode spec.Exposure) counts {
+	ctx := context.Background()
+	minor := strings.Join(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[:2], ".")
+	f, err := spec.Load("e2e.yaml", strings.NewReader(specFor(minor, mode)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := render.Render(f, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := r.Change
+
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{
+		Version:       version,
+		EtcdArgs:      onNode(ch.Args(kubeadm.Etcd)),
+		APIServerArgs: ch.Args(kubeadm.APIServer),
+	})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	var workload []map[string]any
+	for _, o := range r.Objects {
+		if o.Target != render.Management {
+			workload = append(workload, o.Object)
+		}
+	}
+	if err := cp.Apply(ctx, framework.FieldManager, false, workload...); err != nil {
+		t.Fatalf("applying the rendered objects: %v", err)
+	}
+
+	kcmKubeconfig := cp.Kubeconfig(t, "controller-manager", "system:kube-controller-manager")
+	schedKubeconfig := cp.Kubeconfig(t, "scheduler", "system:kube-scheduler")
+	paths := map[string]string{kubeadm.ControllerManagerKubeconfig: kcmKubeconfig, kubeadm.SchedulerKubeconfig: schedKubeconfig}
+	bin := func(name string) string { return framework.Binary(t, filepath.Join("k8s", version, name)) }
+
+	// What kubeadm writes into the static pod manifests, then the rendered extraArgs.
+	kcm := framework.Start(t, "kube-controller-manager", bin("kube-controller-manager"), framework.Args(framework.Override(kubeadm.Args{
+		{Name: "bind-address", Value: "127.0.0.1"},
+		{Name: "leader-elect", Value: "true"},
+		{Name: "kubeconfig", Value: kcmKubeconfig},
+		{Name: "authentication-kubeconfig", Value: kcmKubeconfig},
+		{Name: "authorization-kubeconfig", Value: kcmKubeconfig},
+		{Name: "client-ca-file", Value: cp.PKI.CACert},
+		{Name: "requestheader-client-ca-file", Value: cp.PKI.CACert},
+		{Name: "root-ca-file", Value: cp.PKI.CACert},
+		{Name: "service-account-private-key-file", Value: cp.PKI.ServiceAccountKey},
+		{Name: "cluster-signing-cert-file", Value: cp.PKI.CACert},
+		{Name: "cluster-signing-key-file", Value: cp.PKI.CAKey},
+		{Name: "use-service-account-credentials", Value: "true"},
+		{Name: "controllers", Value: "*,bootstrapsigner,tokencleaner"},
+	}, nodePaths(onNode(ch.Args(kubeadm.ControllerManager)), paths))))
+	sched := framework.Start(t, "kube-scheduler", bin("kube-scheduler"), framework.Args(framework.Override(kubeadm.Args{
+		{Name: "bind-address", Value: "127.0.0.1"},
+		{Name: "leader-elect", Value: "true"},
+		{Name: "kubeconfig", Value: schedKubeconfig},
+		{Name: "authentication-kubeconfig", Value: schedKubeconfig},
+		{Name: "authorization-kubeconfig", Value: schedKubeconfig},
+	}, nodePaths(onNode(ch.Args(kubeadm.Scheduler)), paths))))
+
+	componentHost := "127.0.0.1"
+	if mode == spec.ExposureBindAddress {
+		componentHost = NodeIP
+	}
+	waitHealthy(t, fmt.Sprintf("https://%s:10257/healthz", componentHost), kcm)
+	waitHealthy(t, fmt.Sprintf("https://%s:10259/healthz", componentHost), sched)
+
+	var procs []*framework.Process
+	if mode == spec.ExposureProxy {
+		procs = startProxies(t, cp, r)
+	}
+
+	c := scrapeAll(t, cp, r, mode, procs)
+	c.sars = sarMatrix(t, cp, r)
+	return c
+}
+
+func waitHealthy(t *testing.T, url string, p *framework.Process) {
+	t.Helper()
+	client := insecureClient()
+	framework.WaitFor(t, url, 90*time.Second, func() (bool, error) {
+		resp, err := client.Get(url)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
+	}, p)
+}
+
+// insecureClient skips verification: the components serve self-signed
+// certificates (the scrape configuration says the same).
+func insecureClient() *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed test-bed endpoints
+}
+
+// container finds a container of a rendered DaemonSet.
+func container(t *testing.T, r *render.Result, ds, name string) map[string]any {
+	t.Helper()
+	for _, o := range r.Objects {
+		if o.Kind() != "DaemonSet" || o.Name() != ds {
+			continue
+		}
+		spec := o.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		for _, c := range spec["containers"].([]any) {
+			if cm := c.(map[string]any); cm["name"] == name {
+				return cm
+			}
+		}
+	}
+	t.Fatalf("DaemonSet %s has no container %s", ds, name)
+	return nil
+}
+
+func strs(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+// startProxies runs haproxy and the kube-rbac-proxies exactly as the rendered
+// DaemonSets would, with NODE_IP set to the stand-in node address.
+func startProxies(t *testing.T, cp *framework.ControlPlane, r *render.Result) []*framework.Process {
+	var procs []*framework.Process
+	// HAProxy: the rendered command, with the rendered ConfigMap as its file.
+	var cfg string
+	for _, o := range r.Objects {
+		if o.Kind() == "ConfigMap" && o.Name() == templates.ControlPlaneDS {
+			cfg = o.Object["data"].(map[string]any)[templates.HAProxyCfgKey].(string)
+		}
+	}
+	cfgPath := filepath.Join(t.TempDir(), templates.HAProxyCfgKey)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := strs(container(t, r, templates.ControlPlaneDS, "haproxy")["command"])
+	for i, a := range cmd {
+		if strings.HasSuffix(a, "/"+templates.HAProxyCfgKey) {
+			cmd[i] = cfgPath
+		}
+	}
+	procs = append(procs, framework.Start(t, "haproxy", framework.LookPath(t, cmd[0]), cmd[1:], templates.NodeIPEnv+"="+NodeIP))
+
+	// kube-rbac-proxy as the rendered ServiceAccount, with the rendered args.
+	token := cp.Token(t, templates.SystemNS, templates.ProxySA)
+	kubeconfig := cp.TokenKubeconfig(t, "kube-rbac-proxy", token)
+	standInKubeProxy(t)
+	for _, ref := range []struct{ ds, container string }{
+		{templates.ControlPlaneDS, "kube-rbac-proxy-etcd"},
+		{templates.NodeDS, "kube-rbac-proxy-kube-proxy"},
+	} {
+		var args []string
+		for _, a := range strs(container(t, r, ref.ds, ref.container)["args"]) {
+			args = append(args, strings.ReplaceAll(a, "$("+templates.NodeIPEnv+")", NodeIP))
+		}
+		args = append(args, "--kubeconfig="+kubeconfig) // in a pod: the in-cluster config of the same ServiceAccount
+		procs = append(procs, framework.Start(t, ref.container, framework.Binary(t, "kube-rbac-proxy"), args))
+	}
+	return procs
+}
+
+// standInKubeProxy serves what kube-proxy serves on 127.0.0.1:10249 (plain
+// HTTP, no authentication). kube-proxy itself is not started: it reprograms
+// the machine's packet filter, which a test must not do.
+func standInKubeProxy(t *testing.T) {
+	mux := http.NewServeMux()
+	metrics := "# HELP kubeproxy_sync_proxy_rules_duration_seconds stand-in\n# TYPE kubeproxy_sync_proxy_rules_duration_seconds counter\nkubeproxy_sync_proxy_rules_duration_seconds 1\n"
+	for _, p := range []string{"/metrics", "/metrics/slis"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, metrics) })
+	}
+	for _, p := range []string{"/statusz", "/flagz", "/configz", "/healthz"} {
+		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "kube-proxy stand-in\n") })
+	}
+	srv := &http.Server{Addr: "127.0.0.1:10249", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.ListenAndServe() }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+type target struct {
+	name     string
+	base     string
+	paths    []string
+	zpages   bool
+	insecure bool     // plain HTTP without authentication (bindAddress with allowInsecure)
+	blocked  []string // paths the proxy must not pass (404 even for the scraper)
+}
+
+func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode spec.Exposure, procs []*framework.Process) counts {
+	node := func(port int) string { return fmt.Sprintf("https://%s:%d", NodeIP, port) }
+	targets := []target{
+		{name: "kube-apiserver", base: cp.URL, paths: []string{"/metrics", "/metrics/slis"}, zpages: true},
+		{name: "kube-controller-manager", base: node(10257), paths: []string{"/metrics", "/metrics/slis"}, zpages: true},
+		{name: "kube-scheduler", base: node(10259), paths: []string{"/metrics", "/metrics/slis", "/metrics/resources"}, zpages: true},
+	}
+	if mode == spec.ExposureProxy {
+		targets = append(targets,
+			target{name: "etcd (kube-rbac-proxy)", base: node(2381), paths: []string{"/metrics"}, blocked: []string{"/health", "/debug/vars"}},
+			target{name: "kube-proxy (kube-rbac-proxy)", base: node(10249), paths: []string{"/metrics", "/metrics/slis"}, zpages: true, blocked: []string{"/configz", "/healthz"}},
+		)
+	} else {
+		targets = append(targets, target{name: "etcd (plain HTTP, allowInsecure)", base: fmt.Sprintf("http://%s:2381", NodeIP), paths: []string{"/metrics"}, insecure: true})
+	}
+
+	scraper := cp.Token(t, scraperNS, scraperSA)
+	unbound := cp.Token(t, unboundNS, unboundSA)
+	client := insecureClient()
+	var n int
+	get := func(url, token, accept string) (int, string, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		var resp *http.Response
+		var err error
+		for i := 0; i < 50; i++ { // proxies and RBAC caches settle in a few seconds
+			if resp, err = client.Do(req); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		n++
+		return resp.StatusCode, string(body), resp.Header
+	}
+	eventually := func(url, token string, want int) (string, bool) {
+		var code int
+		var body string
+		for i := 0; i < 30; i++ {
+			code, body, _ = get(url, token, "")
+			if code == want {
+				return body, true
+			}
+			time.Sleep(time.Second)
+		}
+		t.Errorf("GET %s: status %d, want %d: %.300s", url, code, want, body)
+		return body, false
+	}
+
+	for _, tg := range targets {
+		paths := tg.paths
+		if tg.zpages {
+			paths = append(append([]string{}, paths...), "/statusz", "/flagz")
+		}
+		for _, p := range paths {
+			url := tg.base + p
+			if tg.insecure {
+				// Accepted by allowInsecure: anyone can read it. Pinned so that the risk stays visible.
+				if _, ok := eventually(url, "", http.StatusOK); !ok {
+					continue
+				}
+				continue
+			}
+			body, ok := eventually(url, scraper, http.StatusOK)
+			if ok && strings.HasPrefix(p, "/metrics") {
+				parser := expfmt.NewTextParser(model.UTF8Validation)
+				families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+				// The scheduler's /metrics/resources is empty while no pod exists.
+				if err != nil || len(families) == 0 && p != "/metrics/resources" {
+					t.Errorf("%s %s: not a Prometheus exposition (%d families): %v", tg.name, p, len(families), err)
+				}
+			}
+			if code, body, _ := get(url, unbound, ""); code != http.StatusForbidden {
+				t.Errorf("%s %s: an unbound ServiceAccount got %d, want 403: %.200s", tg.name, p, code, body)
+			}
+			if code, _, _ := get(url, "", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+				t.Errorf("%s %s: no token got %d, want 401 or 403", tg.name, p, code)
+			}
+		}
+		for _, p := range tg.blocked {
+			if code, _, _ := get(tg.base+p, scraper, ""); code != http.StatusNotFound {
+				t.Errorf("%s %s: the scraper got %d through the proxy, want 404 (not in --allow-paths)", tg.name, p, code)
+			}
+		}
+		if tg.zpages && !strings.Contains(tg.name, "kube-proxy") {
+			checkStatusz(t, get, tg, cp.Minor(), scraper)
+		}
+	}
+	return counts{scrapes: n}
+}
+
+// checkStatusz reads /statusz in the structured form where the version
+// serves one (config.k8s.io/v1beta1 from 1.36); 1.34 has only the text form.
+func checkStatusz(t *testing.T, get func(url, token, accept string) (int, string, http.Header), tg target, minor, token string) {
+	t.Helper()
+	url := tg.base + "/statusz"
+	if minor < "1.36" {
+		if code, body, _ := get(url, token, ""); code != http.StatusOK || !strings.Contains(body, "tatusz") && len(body) < 20 {
+			t.Errorf("%s /statusz (text): %d %.200q", tg.name, code, body)
+		}
+		return
+	}
+	code, body, hdr := get(url, token, "application/json;as=Statusz;v=v1beta1;g=config.k8s.io")
+	var st struct {
+		APIVersion    string `json:"apiVersion"`
+		Kind          string `json:"kind"`
+		BinaryVersion string `json:"binaryVersion"`
+		UptimeSeconds int64  `json:"uptimeSeconds"`
+	}
+	if code != http.StatusOK || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") {
+		t.Errorf("%s /statusz (structured): %d %s %.200q", tg.name, code, hdr.Get("Content-Type"), body)
+		return
+	}
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Kind != "Statusz" || st.APIVersion != "config.k8s.io/v1beta1" || st.BinaryVersion == "" {
+		t.Errorf("%s /statusz: not a config.k8s.io/v1beta1 Statusz (%v): %.300s", tg.name, err, body)
+	}
+}
