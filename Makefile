@@ -44,6 +44,7 @@ bench: ## Benchmarks of loading and rendering
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/spec
 	$(GO) test -run '^$$' -fuzz '^FuzzMergeFeatureGates$$' -fuzztime $(FUZZTIME) ./pkg/kubeadm
+	$(GO) test -run '^$$' -fuzz '^FuzzSetMetricsBindAddress$$' -fuzztime $(FUZZTIME) ./pkg/kubeproxy
 
 .PHONY: lint
 lint: ## gofmt and go vet
