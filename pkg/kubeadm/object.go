@@ -11,10 +11,17 @@ const Group = "controlplane.cluster.x-k8s.io"
 
 // Object renders the change as a server-side-apply partial object: only the
 // fields eksa-metrics owns, so the EKS-A controller keeps everything else.
+//
+// Items that merge a value EKS-A renders itself (Merged) are left out. In
+// CAPI v1beta2 an extraArgs item is keyed by name and value, so applying
+// feature-gates with a merged value would add a second feature-gates item
+// next to EKS-A's and the CRD's uniqueness rule refuses the object; replacing
+// EKS-A's item instead would make EKS-A's own next apply fail the same way.
+// Those items are reported in the plan for a deliberate manual edit.
 func (c Change) Object() map[string]any {
 	cc := map[string]any{}
 	for _, comp := range Components {
-		args := c.Args(comp)
+		args := c.applicableArgs(comp)
 		if len(args) == 0 {
 			continue
 		}
@@ -28,6 +35,27 @@ func (c Change) Object() map[string]any {
 			"kubeadmConfigSpec": map[string]any{"clusterConfiguration": cc},
 		},
 	}
+}
+
+// applicableArgs are a component's items that server-side apply can own.
+func (c Change) applicableArgs(comp Component) Args {
+	var out Args
+	for _, it := range c.Items {
+		if it.Component == comp && !it.Merged {
+			out = out.Set(it.Name, it.Value)
+		}
+	}
+	return out
+}
+
+// Applicable reports whether the change has any item server-side apply can own.
+func (c Change) Applicable() bool {
+	for _, it := range c.Items {
+		if !it.Merged {
+			return true
+		}
+	}
+	return false
 }
 
 func encodeArgs(apiVersion string, args Args) any {
@@ -57,11 +85,12 @@ func setPath(m map[string]any, path []string, v any) {
 	m[path[len(path)-1]] = v
 }
 
-// MergeInto applies the change to a whole KubeadmControlPlane object (as EKS-A
-// renders it, decoded into maps), the way the API server's view ends up after
-// apply: an item with the same name is replaced, never duplicated; blocks that
-// are missing (Tinkerbell's controllerManager, Nutanix's scheduler) are
-// created. The object's apiVersion decides the extraArgs shape.
+// MergeInto applies the whole change, merged items included, to a complete
+// KubeadmControlPlane object (as EKS-A renders it, decoded into maps): the
+// configuration the components should end up with. An item with the same
+// name is replaced, never duplicated; blocks that are missing (Tinkerbell's
+// controllerManager, Nutanix's scheduler) are created. The object's
+// apiVersion decides the extraArgs shape.
 func MergeInto(kcp map[string]any, c Change) error {
 	apiVersion, _ := kcp["apiVersion"].(string)
 	version := spec.CAPIv1beta2

@@ -25,7 +25,7 @@ func (r *Result) PlanMarkdown() string {
 	fmt.Fprintf(&b, ", %s, CAPI %s, exposure `%s`.\n\n", role, c.CAPIVersion, c.Exposure)
 
 	b.WriteString("## What rolls out\n\n")
-	if r.Change.Empty() {
+	if !r.Change.Applicable() {
 		b.WriteString("- Control plane: nothing. The KubeadmControlPlane is not changed; no machine is replaced.\n")
 	} else {
 		fmt.Fprintf(&b, "- Control plane: KubeadmControlPlane %s/%s changes, so Cluster API replaces every control-plane machine once (per the cluster's upgradeRolloutStrategy). Apply it when a rollout is acceptable.\n", kubeadm.Namespace, c.ClusterName)
@@ -45,7 +45,7 @@ func (r *Result) PlanMarkdown() string {
 		for _, it := range r.Change.Items {
 			why := it.Why
 			if it.Merged {
-				why += "; merged with the value EKS Anywhere renders (EKS-A owns that item too and re-applies its own value on every reconcile: re-apply management/ after each `eksctl anywhere upgrade`)"
+				why = "**not rendered**: " + why + "; EKS Anywhere renders its own `--" + it.Name + "` item, and Cluster API keys extraArgs items by name and value, so a second item is refused by the CRD and replacing EKS-A's item would make EKS-A's next reconcile fail. This value is what the merged flag would be; these z-pages stay off on this version"
 			}
 			fmt.Fprintf(&b, "| %s | `--%s` | `%s` | %s |\n", it.Component, it.Name, it.Value, why)
 		}

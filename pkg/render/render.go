@@ -91,11 +91,11 @@ func Render(f *spec.File, opts spec.Options) (*Result, error) {
 	for _, it := range r.Change.Items {
 		if it.Merged {
 			r.Warnings = append(r.Warnings, f.MetricsWarning("zPages", fmt.Sprintf(
-				"the %s --%s item merges EKS Anywhere's own value into %q; EKS-A re-applies its value on every reconcile and upgrade, so re-apply the KubeadmControlPlane change after every EKS-A reconcile of that field and after each eksctl anywhere upgrade",
+				"the %s --%s item would have to merge EKS Anywhere's own value into %q, which server-side apply cannot do next to EKS-A's item (Cluster API keys extraArgs items by name and value), so it is left out of the rendered KubeadmControlPlane; the z-pages of that component stay off until Kubernetes 1.36 enables them by default (PLAN.md explains)",
 				it.Component, it.Name, it.Value)))
 		}
 	}
-	if !r.Change.Empty() {
+	if r.Change.Applicable() {
 		r.add(Management, r.Change.Object())
 	}
 	r.add(Workload, templates.RBAC(cfg)...)

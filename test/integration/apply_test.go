@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -196,9 +197,10 @@ func liveArgs(t *testing.T, obj *unstructured.Unstructured, path []string) map[s
 
 // In v1beta2 an extraArgs item is keyed by name AND value. EKS-A renders
 // feature-gates=KMSv1=true when etcd encryption is on; an item with the same
-// name and the merged value is a different item to server-side apply, and the
-// CRD's uniqueness rule refuses the pair. So the merged feature-gates value
-// cannot be applied with server-side apply alone; this pins that fact.
+// name and a merged value is a different item to server-side apply, and the
+// CRD's uniqueness rule refuses the pair. This pins that fact, and that the
+// object generate renders for such a cluster (which leaves the merged item
+// out) applies next to EKS-A's item and survives EKS-A's re-apply.
 func TestMergedFeatureGatesCannotBeServerSideApplied(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
@@ -221,8 +223,24 @@ func TestMergedFeatureGatesCannotBeServerSideApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cp.Apply(ctx, framework.FieldManager, false, r.Change.Object())
+	merged := r.Change.Args(kubeadm.APIServer)
+	if v, _ := merged.Get("feature-gates"); v != "ComponentFlagz=true,ComponentStatusz=true,KMSv1=true" {
+		t.Fatalf("the example should merge the apiserver gates, got %q", v)
+	}
+	withMerged := map[string]any{
+		"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+		"metadata": map[string]any{"name": "test", "namespace": "eksa-system"},
+		"spec": map[string]any{"kubeadmConfigSpec": map[string]any{"clusterConfiguration": map[string]any{"apiServer": map[string]any{
+			"extraArgs": []any{map[string]any{"name": "feature-gates", "value": "ComponentFlagz=true,ComponentStatusz=true,KMSv1=true"}}}}}},
+	}
+	err = cp.Apply(ctx, framework.FieldManager, false, withMerged)
 	if err == nil || !strings.Contains(err.Error(), "must be unique") {
 		t.Fatalf("want the API server to refuse a second feature-gates item, got %v", err)
+	}
+	if err := cp.Apply(ctx, framework.FieldManager, false, r.Change.Object()); err != nil {
+		t.Fatalf("generate's object for this cluster: %v", err)
+	}
+	if err := cp.Apply(ctx, "eks-a-controller", true, eksa); err != nil {
+		t.Fatalf("EKS-A's re-apply: %v", err)
 	}
 }

@@ -1,0 +1,117 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseKubeVersion(t *testing.T) {
+	for in, want := range map[string]KubeVersion{"1.34": {1, 34}, "v1.36": {1, 36}, "1.30.2": {1, 30}} {
+		if got, err := ParseKubeVersion(in); err != nil || got != want {
+			t.Errorf("ParseKubeVersion(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "1", "1.x", "latest", "1.2.3.4", "-1.3"} {
+		if _, err := ParseKubeVersion(in); err == nil {
+			t.Errorf("ParseKubeVersion(%q): want an error", in)
+		}
+	}
+}
+
+func TestZPageGates(t *testing.T) {
+	for minor, want := range map[int]bool{32: false, 33: true, 34: true, 35: true, 36: false, 37: false} {
+		if got := (KubeVersion{1, minor}).ZPageGatesNeeded(); got != want {
+			t.Errorf("1.%d: ZPageGatesNeeded = %t, want %t", minor, got, want)
+		}
+	}
+}
+
+func TestEKSAVersionSelectsCAPIContract(t *testing.T) {
+	for eksa, want := range map[string]string{"v0.24.6": CAPIv1beta1, "v0.25.0": CAPIv1beta2, "v0.26.1": CAPIv1beta2, "": CAPIv1beta2} {
+		doc := "apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  kubernetesVersion: \"1.34\"\n  eksaVersion: \"" + eksa + "\"\n  datacenterRef: {kind: DockerDatacenterConfig, name: c}\n  metrics:\n    scrapers: [{kind: Group, name: g}]\n"
+		f, err := Load("c.yaml", strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Default(f, Options{}).CAPIVersion; got != want {
+			t.Errorf("eksaVersion %q: CAPI %s, want %s", eksa, got, want)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	doc := `apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: Cluster
+metadata: {name: w}
+spec:
+  kubernetesVersion: "1.36"
+  datacenterRef: {kind: VSphereDatacenterConfig, name: w}
+  managementCluster: {name: mgmt}
+  externalEtcdConfiguration: {count: 3}
+  controlPlaneConfiguration: {machineGroupRef: {kind: VSphereMachineConfig, name: w-cp}}
+  metrics:
+    scrapers: [{kind: User, name: u}]
+---
+apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: VSphereMachineConfig
+metadata: {name: w-cp}
+spec: {osFamily: Bottlerocket}
+`
+	f, err := Load("w.yaml", strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Default(f, Options{})
+	if c.Management || c.ManagementComponents || !c.ExternalEtcd || c.Etcd || !c.ExternalEtcdScrape || !c.Statusz || !c.Flagz ||
+		c.Exposure != ExposureProxy || c.MonitoringNamespace != "monitoring" || !c.Bottlerocket() || c.Provider != ProviderVSphere ||
+		c.Images.KubeRBACProxy != DefaultKubeRBACProxyImage || c.TLSMinVersion != TLS12 {
+		t.Fatalf("unexpected defaults: %+v", c)
+	}
+}
+
+func TestLoadReportsLinesOfNestedFields(t *testing.T) {
+	doc := "apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  kubernetesVersion: \"1.34\"\n  datacenterRef: {kind: DockerDatacenterConfig, name: c}\n  metrics:\n    scrapers:\n    - kind: Group\n      name: g\n      namespace: 5\n"
+	_, err := Load("c.yaml", strings.NewReader(doc))
+	var inv *InvalidError
+	if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].String() != `c.yaml:11: spec.metrics.scrapers[0].namespace: Invalid value: "5": must be a string, not a number; quote it` {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// FuzzLoad: loading never panics, and what loads also renders or is refused
+// with located problems.
+func FuzzLoad(f *testing.F) {
+	seeds, _ := filepath.Glob("../../internal/cli/testdata/*.yaml")
+	examples, _ := filepath.Glob("../../examples/*.yaml")
+	fixtures, _ := filepath.Glob("../../../shared/fixtures/eksa/specs/*.yaml")
+	for _, p := range append(append(seeds, examples...), fixtures...) {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Load("fuzz.yaml", bytes.NewReader(data))
+		if err != nil {
+			var inv *InvalidError
+			if !errors.As(err, &inv) || len(inv.Problems) == 0 {
+				t.Fatalf("a load error that is not a located problem list: %v", err)
+			}
+			return
+		}
+		c := Default(file, Options{})
+		if _, err := Validate(file, c); err != nil {
+			var inv *InvalidError
+			if !errors.As(err, &inv) {
+				t.Fatalf("a validation error that is not a problem list: %v", err)
+			}
+			return
+		}
+		if _, err := file.ClusterYAML(); err != nil && !strings.Contains(err.Error(), "flow-style") {
+			t.Fatalf("ClusterYAML: %v", err)
+		}
+	})
+}
