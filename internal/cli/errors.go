@@ -28,8 +28,8 @@ func usageErrorf(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
-// exitCode maps an error to the process exit code.
-func exitCode(err error) int {
+// ExitCode maps an error to the process exit code.
+func ExitCode(err error) int {
 	var usage *usageError
 	var invalid *spec.InvalidError
 	switch {

@@ -1,0 +1,194 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// ApplyOptions are the flags of apply.
+type ApplyOptions struct {
+	f *Factory
+
+	Filename                 string
+	Kubeconfig               string
+	Context                  string
+	WorkloadKubeconfig       string
+	AllowControlPlaneRollout bool
+	DryRun                   string
+	Diff                     bool
+	ForceConflicts           bool
+	Wait                     bool
+	Timeout                  time.Duration
+	CAPIAPIVersion           string
+
+	// WrapTransport wraps every request to both clusters (tests).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// NewCmdApply builds `eksa-metrics apply`.
+func NewCmdApply(f *Factory, runF func(*ApplyOptions) error) *cobra.Command {
+	o := &ApplyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "apply -f cluster.yaml --kubeconfig mgmt.kubeconfig",
+		Short: "Render, show the plan, then server-side apply to the management and workload clusters",
+		Long: `Render what the metrics section needs, compare it with the live clusters, print
+the plan to stderr, then server-side apply it with field manager eksa-metrics.
+The KubeadmControlPlane goes to the management cluster; everything else to the
+workload cluster, whose kubeconfig is read from the Secret
+eksa-system/<cluster>-kubeconfig unless --workload-kubeconfig is given.
+A change that rolls control-plane machines needs --allow-control-plane-rollout
+(or a yes typed on a terminal). A second identical apply writes nothing.`,
+		Example: `  eksa-metrics apply -f cluster.yaml --kubeconfig mgmt.kubeconfig --dry-run=client --diff
+  eksa-metrics apply -f cluster.yaml --kubeconfig mgmt.kubeconfig --allow-control-plane-rollout --wait`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
+	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
+	fl.StringVar(&o.Context, "context", "", "context in --kubeconfig (default: its current context)")
+	fl.StringVar(&o.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
+	fl.BoolVar(&o.AllowControlPlaneRollout, "allow-control-plane-rollout", false, "allow a KubeadmControlPlane change, which replaces every control-plane machine")
+	fl.StringVar(&o.DryRun, "dry-run", "none", "none, client (print the plan only) or server (send every request with dryRun=All)")
+	fl.BoolVar(&o.Diff, "diff", false, "show the field-level changes in the plan")
+	fl.BoolVar(&o.ForceConflicts, "force-conflicts", false, "take over fields that other field managers own")
+	fl.BoolVar(&o.Wait, "wait", false, "wait for changed DaemonSets and a KubeadmControlPlane rollout")
+	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "how long --wait waits")
+	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion")
+	return cmd
+}
+
+// Validate checks flag combinations only.
+func (o *ApplyOptions) Validate() error {
+	if o.Filename == "" {
+		return usageErrorf("-f/--filename is required")
+	}
+	if o.Kubeconfig == "" {
+		return usageErrorf("--kubeconfig is required: the management cluster's kubeconfig")
+	}
+	switch o.DryRun {
+	case "none", "client", "server":
+	default:
+		return usageErrorf("--dry-run %q is not one of none, client, server", o.DryRun)
+	}
+	if o.Timeout <= 0 {
+		return usageErrorf("--timeout must be positive")
+	}
+	return nil
+}
+
+// Run renders, plans, asks, applies and waits.
+func (o *ApplyOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	errOut := o.f.IOStreams.ErrOut
+	r, err := loadAndRender(o.f, o.Filename, spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+	if err != nil {
+		return err
+	}
+	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: o.Kubeconfig, Context: o.Context, WrapTransport: o.WrapTransport})
+	if err != nil {
+		return err
+	}
+	workload := mgmt
+	switch {
+	case o.WorkloadKubeconfig != "":
+		if workload, err = cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: o.WorkloadKubeconfig, WrapTransport: o.WrapTransport}); err != nil {
+			return err
+		}
+	case !r.Config.Management:
+		data, err := mgmt.WorkloadKubeconfig(ctx, r.Config.ClusterName)
+		if err != nil {
+			return err
+		}
+		source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", r.Config.ClusterName)
+		if workload, err = cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: o.WrapTransport}); err != nil {
+			return err
+		}
+	}
+	a := &cluster.Applier{Management: mgmt, Workload: workload, Result: r}
+	steps, err := a.Plan(ctx)
+	if err != nil {
+		return err
+	}
+	printPlan(errOut, r.Config.ClusterName, steps, o.Diff)
+	if o.DryRun == "client" {
+		fmt.Fprintln(errOut, "Dry run (client): nothing was sent.")
+		return nil
+	}
+	if err := o.confirmRollout(r.Config.ClusterName, steps); err != nil {
+		return err
+	}
+	if err := a.Execute(ctx, steps, cluster.ExecuteOptions{DryRun: o.DryRun == "server", ForceConflicts: o.ForceConflicts, Progress: errOut}); err != nil {
+		return err
+	}
+	if o.DryRun == "server" {
+		fmt.Fprintln(errOut, "Dry run (server): the API servers accepted every request; nothing was persisted.")
+		return nil
+	}
+	if o.Wait {
+		return a.Wait(ctx, steps, o.Timeout, 10*time.Second, errOut)
+	}
+	return nil
+}
+
+func (o *ApplyOptions) confirmRollout(name string, steps []*cluster.Step) error {
+	rolls := false
+	for _, s := range steps {
+		rolls = rolls || s.RollsControlPlane
+	}
+	if !rolls || o.AllowControlPlaneRollout || o.DryRun == "server" {
+		return nil
+	}
+	if f, ok := o.f.IOStreams.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "This replaces every control-plane machine of cluster %q. Continue? [y/N] ", name)
+		line, _ := bufio.NewReader(f).ReadString('\n')
+		if strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes") {
+			return nil
+		}
+		return errors.New("stopped: the control-plane rollout was not confirmed; nothing was changed")
+	}
+	return usageErrorf("the plan changes KubeadmControlPlane eksa-system/%s, which replaces every control-plane machine; nothing was changed. Rerun with --allow-control-plane-rollout when a rollout is acceptable", name)
+}
+
+func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
+	counts := map[cluster.Action]int{}
+	fmt.Fprintf(w, "Plan for cluster %q:\n", name)
+	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Edit: "~", cluster.Unchanged: "="}
+	for _, s := range steps {
+		counts[s.Action]++
+		line := fmt.Sprintf("  %s %s %s (%s)", marks[s.Action], s.Action, s.Name(), s.Cluster)
+		if s.Rollout != "" {
+			line += ": " + s.Rollout
+		}
+		fmt.Fprintln(w, line)
+		if showDiff && s.Action != cluster.Unchanged && s.Action != cluster.Create {
+			for _, d := range s.Diff {
+				fmt.Fprintf(w, "      %s\n", d)
+			}
+		}
+	}
+	fmt.Fprintf(w, "%d to create, %d to change, %d unchanged.\n", counts[cluster.Create], counts[cluster.Update]+counts[cluster.Edit], counts[cluster.Unchanged])
+}

@@ -1,0 +1,307 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+)
+
+// Applier makes the management and workload clusters match a render result.
+type Applier struct {
+	Management *Cluster
+	Workload   *Cluster
+	Result     *render.Result
+}
+
+func (a *Applier) clusterFor(t render.Target) *Cluster {
+	if t == render.Management {
+		return a.Management
+	}
+	return a.Workload
+}
+
+// Plan reads the live state and returns one step per object.
+func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
+	var steps []*Step
+	for _, o := range a.Result.Objects {
+		s, err := a.clusterFor(o.Target).PlanObject(ctx, o.Object)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, s)
+	}
+	if !a.Result.Change.Applicable() {
+		s, err := a.releaseKCP(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			steps = append(steps, s)
+		}
+	}
+	if e := a.Result.KubeProxyEdit; e != nil {
+		s, err := a.Workload.kubeProxyStep(ctx, e.MetricsBindAddress)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, s)
+	}
+	return steps, nil
+}
+
+// releaseKCP plans giving back the KubeadmControlPlane fields eksa-metrics
+// set before, when the metrics section no longer needs any: applying an
+// object with none of them makes server-side apply remove exactly the items
+// eksa-metrics owned, and no others.
+func (a *Applier) releaseKCP(ctx context.Context) (*Step, error) {
+	ch := a.Result.Change
+	obj := ch.Object()
+	delete(obj, "spec")
+	ri, m, err := a.Management.resource(obj)
+	if err != nil {
+		return nil, nil //nolint:nilerr // no KubeadmControlPlane API: nothing was ever applied there
+	}
+	live, err := ri.Get(ctx, ch.ClusterName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading KubeadmControlPlane %s/%s: %w", kubeadm.Namespace, ch.ClusterName, err)
+	}
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:spec"`) {
+			return &Step{Cluster: a.Management, Object: obj, Action: Update, mapping: m, RollsControlPlane: true,
+				Rollout: "Cluster API replaces every control-plane machine once",
+				Diff:    []string{"remove the extraArgs items eksa-metrics set before (the metrics section no longer needs them)"}}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (c *Cluster) kubeProxyStep(ctx context.Context, addr string) (*Step, error) {
+	cmObj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace}}
+	s := &Step{Cluster: c, Object: cmObj}
+	cm, err := c.Core.CoreV1().ConfigMaps(kubeproxy.Namespace).Get(ctx, kubeproxy.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading ConfigMap %s/%s from the %s (kubeadm's kube-proxy configuration): %w", kubeproxy.Namespace, kubeproxy.Name, c, err)
+	}
+	conf := []byte(cm.Data[kubeproxy.Key])
+	before, err := kubeproxy.Parse(conf)
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", kubeproxy.Namespace, kubeproxy.Name, err)
+	}
+	if _, changed, err := kubeproxy.SetMetricsBindAddress(conf, addr); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", kubeproxy.Namespace, kubeproxy.Name, err)
+	} else if !changed {
+		s.Action = Unchanged
+		return s, nil
+	}
+	s.Action = Edit
+	s.Diff = []string{fmt.Sprintf("data.%s metricsBindAddress: %q -> %q (every other byte kept)", kubeproxy.Key, before.MetricsBindAddress, addr)}
+	s.Rollout = "restarts DaemonSet kube-system/kube-proxy"
+	s.edit = func(ctx context.Context, dryRun bool) error {
+		changedNow := false
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cm, err := c.Core.CoreV1().ConfigMaps(kubeproxy.Namespace).Get(ctx, kubeproxy.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			out, changed, err := kubeproxy.SetMetricsBindAddress([]byte(cm.Data[kubeproxy.Key]), addr)
+			if err != nil || !changed {
+				return err
+			}
+			cm.Data[kubeproxy.Key] = string(out)
+			opts := metav1.UpdateOptions{FieldManager: FieldManager}
+			if dryRun {
+				opts.DryRun = []string{metav1.DryRunAll}
+			}
+			_, err = c.Core.CoreV1().ConfigMaps(kubeproxy.Namespace).Update(ctx, cm, opts) // carries resourceVersion: a conflict retries
+			changedNow = err == nil
+			return err
+		})
+		if err != nil || dryRun || !changedNow {
+			return err
+		}
+		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"eksa-metrics/restartedAt":%q}}}}}`, time.Now().UTC().Format(time.RFC3339))
+		_, err = c.Core.AppsV1().DaemonSets(kubeproxy.Namespace).Patch(ctx, kubeproxy.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsNotFound(err) {
+			return nil // no kube-proxy DaemonSet (e.g. a kube-proxy replacement): the ConfigMap is all there is
+		}
+		return err
+	}
+	return s, nil
+}
+
+// ExecuteOptions control how steps are sent.
+type ExecuteOptions struct {
+	// DryRun sends every request with dryRun=All: the API server validates
+	// (schemas, CEL rules, admission) and persists nothing.
+	DryRun bool
+	// ForceConflicts takes over fields other managers own.
+	ForceConflicts bool
+	// Progress receives one line per object written.
+	Progress io.Writer
+}
+
+// ConflictError reports fields another field manager owns.
+type ConflictError struct {
+	Object  string
+	Cluster string
+	Details []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s in the %s: fields are owned by another field manager:\n  %s\nResolve it with that manager (it may revert eksa-metrics' change), or rerun with --force-conflicts to take the fields over",
+		e.Object, e.Cluster, strings.Join(e.Details, "\n  "))
+}
+
+// Execute sends every step that is not unchanged, in order.
+func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOptions) error {
+	for _, s := range steps {
+		if s.Action == Unchanged {
+			continue
+		}
+		if err := s.Cluster.execute(ctx, s, opts); err != nil {
+			return err
+		}
+		if opts.Progress != nil {
+			verb := map[Action]string{Create: "created", Update: "configured", Edit: "edited"}[s.Action]
+			if opts.DryRun {
+				verb += " (server dry run)"
+			}
+			fmt.Fprintf(opts.Progress, "%s %s in the %s\n", s.Name(), verb, s.Cluster)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) error {
+	if s.edit != nil {
+		if err := s.edit(ctx, opts.DryRun); err != nil {
+			return fmt.Errorf("editing %s in the %s: %w", s.Name(), c, err)
+		}
+		return nil
+	}
+	u := unstructured.Unstructured{Object: s.Object}
+	if ns := u.GetNamespace(); ns != "" {
+		if err := c.ensureNamespace(ctx, ns, opts.DryRun); err != nil {
+			return fmt.Errorf("creating namespace %s in the %s: %w", ns, c, err)
+		}
+	}
+	ri, _, err := c.resource(s.Object)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(s.Object)
+	if err != nil {
+		return err
+	}
+	po := metav1.PatchOptions{FieldManager: FieldManager, Force: &opts.ForceConflicts}
+	if opts.DryRun {
+		po.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err = ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, po)
+	if apierrors.IsConflict(err) {
+		ce := &ConflictError{Object: s.Name(), Cluster: c.String()}
+		if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {
+			for _, cause := range st.Status().Details.Causes {
+				ce.Details = append(ce.Details, cause.Message)
+			}
+		}
+		if len(ce.Details) == 0 {
+			ce.Details = []string{err.Error()}
+		}
+		return ce
+	}
+	if err != nil {
+		return fmt.Errorf("applying %s to the %s: %w", s.Name(), c, err)
+	}
+	return nil
+}
+
+// Wait waits until the DaemonSets the steps changed are ready and a changed
+// KubeadmControlPlane has rolled out, reporting progress every interval.
+func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval time.Duration, progress io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, s := range steps {
+		if s.Action == Unchanged {
+			continue
+		}
+		u := unstructured.Unstructured{Object: s.Object}
+		var ready func(*unstructured.Unstructured) (bool, string)
+		switch {
+		case u.GetKind() == "DaemonSet":
+			ready = daemonSetReady
+		case u.GetKind() == "KubeadmControlPlane":
+			ready = kcpRolledOut
+		case s.Action == Edit:
+			ready, u = daemonSetReady, unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet",
+				"metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace}}}
+		default:
+			continue
+		}
+		ri, _, err := s.Cluster.resource(u.Object)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), " ")
+		for {
+			live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err == nil {
+				ok, status := ready(live)
+				if ok {
+					fmt.Fprintf(progress, "%s is ready: %s\n", name, status)
+					break
+				}
+				fmt.Fprintf(progress, "waiting for %s: %s\n", name, status)
+			} else if apierrors.IsNotFound(err) && s.Action == Edit {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("timed out after %s waiting for %s in the %s; it keeps rolling out in the background: check it with kubectl, then rerun with a longer --timeout", timeout, name, s.Cluster)
+			case <-time.After(interval):
+			}
+		}
+	}
+	return nil
+}
+
+func nested(obj *unstructured.Unstructured, path ...string) int64 {
+	v, _, _ := unstructured.NestedInt64(obj.Object, path...)
+	return v
+}
+
+func daemonSetReady(ds *unstructured.Unstructured) (bool, string) {
+	desired := nested(ds, "status", "desiredNumberScheduled")
+	updated := nested(ds, "status", "updatedNumberScheduled")
+	available := nested(ds, "status", "numberAvailable")
+	observed := nested(ds, "status", "observedGeneration") >= ds.GetGeneration()
+	return observed && updated == desired && available == desired, fmt.Sprintf("%d of %d pods updated and available", min(updated, available), desired)
+}
+
+func kcpRolledOut(kcp *unstructured.Unstructured) (bool, string) {
+	replicas := nested(kcp, "spec", "replicas")
+	observed := nested(kcp, "status", "observedGeneration") >= kcp.GetGeneration()
+	var upToDate, ready int64
+	if strings.HasSuffix(kcp.GetAPIVersion(), "/v1beta1") {
+		upToDate, ready = nested(kcp, "status", "updatedReplicas"), nested(kcp, "status", "readyReplicas")
+	} else {
+		upToDate, ready = nested(kcp, "status", "upToDateReplicas"), nested(kcp, "status", "availableReplicas")
+	}
+	return observed && upToDate == replicas && ready == replicas, fmt.Sprintf("%d of %d machines up to date, %d ready", upToDate, replicas, ready)
+}

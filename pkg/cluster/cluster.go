@@ -1,0 +1,166 @@
+// Package cluster talks to live clusters: server-side apply with the field
+// manager eksa-metrics, reading live state to plan, the read-modify-write
+// edits server-side apply cannot express, and waiting for rollouts.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// FieldManager is the server-side apply field manager of everything
+// eksa-metrics writes.
+const FieldManager = "eksa-metrics"
+
+// Cluster is one cluster reached through a kubeconfig.
+type Cluster struct {
+	// Role is "management" or "workload", for messages.
+	Role       string
+	Kubeconfig string
+	Context    string
+	Server     string
+
+	Dynamic dynamic.Interface
+	Core    kubernetes.Interface
+	mapper  meta.RESTMapper
+}
+
+// ConnectOptions say how to reach a cluster.
+type ConnectOptions struct {
+	// Kubeconfig is a file path; KubeconfigData, when set, is used instead
+	// (the workload kubeconfig read from the management cluster), and
+	// Kubeconfig then only names its source in messages.
+	Kubeconfig     string
+	KubeconfigData []byte
+	Context        string
+	// WrapTransport wraps every request (tests count and break requests).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Timeout bounds each request.
+	Timeout time.Duration
+}
+
+// UnreachableError says which kubeconfig and context could not be used.
+type UnreachableError struct {
+	Role, Kubeconfig, Context, Server string
+	Err                               error
+}
+
+func (e *UnreachableError) Error() string {
+	ctx := e.Context
+	if ctx == "" {
+		ctx = "its current context"
+	} else {
+		ctx = fmt.Sprintf("context %q", ctx)
+	}
+	server := ""
+	if e.Server != "" {
+		server = " (server " + e.Server + ")"
+	}
+	return fmt.Sprintf("cannot reach the %s cluster of kubeconfig %q, %s%s: %v; check that the file and context are right and that the API server is reachable from here (kubectl --kubeconfig %s cluster-info)",
+		e.Role, e.Kubeconfig, ctx, server, e.Err, e.Kubeconfig)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Connect builds clients for a cluster and checks that it answers.
+func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, error) {
+	c := &Cluster{Role: role, Kubeconfig: opts.Kubeconfig, Context: opts.Context}
+	fail := func(err error) (*Cluster, error) {
+		return nil, &UnreachableError{Role: role, Kubeconfig: opts.Kubeconfig, Context: opts.Context, Server: c.Server, Err: err}
+	}
+	var loader clientcmd.ClientConfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
+	if opts.KubeconfigData != nil {
+		raw, err := clientcmd.Load(opts.KubeconfigData)
+		if err != nil {
+			return fail(fmt.Errorf("parsing the kubeconfig: %w", err))
+		}
+		loader = clientcmd.NewDefaultClientConfig(*raw, overrides)
+	} else {
+		loader = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.Kubeconfig}, overrides)
+	}
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return fail(err)
+	}
+	c.Server = cfg.Host
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Timeout = opts.Timeout
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if opts.WrapTransport != nil {
+		cfg.Wrap(opts.WrapTransport)
+	}
+	if c.Core, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fail(err)
+	}
+	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return fail(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return fail(err)
+	}
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	return c, nil
+}
+
+// String names the cluster in messages.
+func (c *Cluster) String() string { return c.Role + " cluster" }
+
+// WorkloadKubeconfig reads the kubeconfig EKS-A stores for a workload
+// cluster on its management cluster: Secret eksa-system/<cluster>-kubeconfig,
+// key "value".
+func (c *Cluster) WorkloadKubeconfig(ctx context.Context, clusterName string) ([]byte, error) {
+	name := clusterName + "-kubeconfig"
+	s, err := c.Core.CoreV1().Secrets("eksa-system").Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("the management cluster has no Secret eksa-system/%s with the workload cluster's kubeconfig; is %q managed by this management cluster? Pass --workload-kubeconfig to give it directly", name, clusterName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Secret eksa-system/%s from the management cluster: %w", name, err)
+	}
+	data, ok := s.Data["value"]
+	if !ok || len(data) == 0 {
+		return nil, fmt.Errorf("Secret eksa-system/%s has no key \"value\"; pass --workload-kubeconfig", name)
+	}
+	return data, nil
+}
+
+// ensureNamespace creates a namespace when it is missing (a read first, so a
+// converged cluster sees no write).
+func (c *Cluster) ensureNamespace(ctx context.Context, ns string, dryRun bool) error {
+	_, err := c.Core.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	opts := metav1.CreateOptions{FieldManager: FieldManager}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err = c.Core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, opts)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+

@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+)
+
+// Action is what a step does to the cluster.
+type Action string
+
+const (
+	Create    Action = "create"
+	Update    Action = "update"
+	Unchanged Action = "unchanged"
+	// Edit is a read-modify-write of a value server-side apply cannot
+	// express (a field inside the kube-proxy ConfigMap's config.conf).
+	Edit Action = "edit"
+)
+
+// Step is one object's part of the plan.
+type Step struct {
+	Cluster *Cluster
+	Object  map[string]any
+	Action  Action
+	// Diff lists the fields that change, one "path: live -> desired" each.
+	Diff []string
+	// Rollout says what the change restarts, if anything.
+	Rollout string
+	// RollsControlPlane is true for a KubeadmControlPlane change.
+	RollsControlPlane bool
+
+	mapping *meta.RESTMapping
+	// edit performs an Edit step.
+	edit func(ctx context.Context, dryRun bool) error
+}
+
+// Name is "Kind namespace/name".
+func (s *Step) Name() string {
+	u := unstructured.Unstructured{Object: s.Object}
+	if ns := u.GetNamespace(); ns != "" {
+		return fmt.Sprintf("%s %s/%s", u.GetKind(), ns, u.GetName())
+	}
+	return fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
+}
+
+func (c *Cluster) resource(obj map[string]any) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	u := unstructured.Unstructured{Object: obj}
+	gvk := u.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil, fmt.Errorf("the %s has no %s (%s): install its CRD first, or turn off what needs it in the metrics section", c, gvk.Kind, gvk.GroupVersion())
+		}
+		return nil, nil, err
+	}
+	ri := c.Dynamic.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return ri.Namespace(u.GetNamespace()), m, nil
+	}
+	return ri, m, nil
+}
+
+// PlanObject compares a rendered object with the live one. The object is
+// unchanged when every field it sets already has that value and
+// eksa-metrics already owns it through server-side apply; then applying it
+// again would write nothing, so nothing is sent.
+func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, error) {
+	s := &Step{Cluster: c, Object: obj}
+	ri, m, err := c.resource(obj)
+	if err != nil {
+		return nil, fmt.Errorf("planning %s: %w", s.Name(), err)
+	}
+	s.mapping = m
+	u := unstructured.Unstructured{Object: obj}
+	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		s.Action = Create
+	case err != nil:
+		return nil, fmt.Errorf("reading %s from the %s: %w", s.Name(), c, err)
+	default:
+		s.Diff = diff("", normalize(live.Object), normalize(obj))
+		if len(s.Diff) == 0 && ownsByApply(live) {
+			s.Action = Unchanged
+		} else {
+			s.Action = Update
+			if len(s.Diff) == 0 {
+				s.Diff = []string{"(values already match; eksa-metrics takes ownership of them)"}
+			}
+		}
+	}
+	switch u.GetKind() {
+	case "KubeadmControlPlane":
+		s.RollsControlPlane = s.Action != Unchanged
+		if s.RollsControlPlane {
+			s.Rollout = "Cluster API replaces every control-plane machine once"
+		}
+	case "DaemonSet":
+		if s.Action != Unchanged {
+			s.Rollout = "starts or restarts its pods"
+		}
+	}
+	return s, nil
+}
+
+// ownsByApply reports whether eksa-metrics holds an Apply entry in the
+// object's managed fields.
+func ownsByApply(live *unstructured.Unstructured) bool {
+	for _, mf := range live.GetManagedFields() {
+		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// normalize gives numbers and nested values one representation (JSON's).
+func normalize(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}
+
+// diff lists where desired is not contained in live. Maps: every desired key
+// must match. Lists of named maps (containers, ports, extraArgs, ...): every
+// desired item must match the live item of the same name; other managers'
+// items may exist too. Other lists must match item by item.
+func diff(path string, live, desired any) []string {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return []string{change(path, live, desired)}
+		}
+		keys := make([]string, 0, len(d))
+		for k := range d {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			if path == "" && k == "status" {
+				continue
+			}
+			out = append(out, diff(join(path, k), l[k], d[k])...)
+		}
+		return out
+	case []any:
+		l, ok := live.([]any)
+		if !ok {
+			return []string{change(path, live, desired)}
+		}
+		if named(d) {
+			var out []string
+			for _, item := range d {
+				name := item.(map[string]any)["name"]
+				var match any
+				for _, li := range l {
+					if lm, ok := li.(map[string]any); ok && reflect.DeepEqual(lm["name"], name) && len(diff("", lm, item)) == 0 {
+						match = li
+						break
+					}
+				}
+				if match == nil {
+					var sameName any
+					for _, li := range l {
+						if lm, ok := li.(map[string]any); ok && reflect.DeepEqual(lm["name"], name) {
+							sameName = li
+						}
+					}
+					out = append(out, diff(fmt.Sprintf("%s[name=%v]", path, name), sameName, item)...)
+				}
+			}
+			return out
+		}
+		if len(l) != len(d) {
+			return []string{change(path, live, desired)}
+		}
+		var out []string
+		for i := range d {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), l[i], d[i])...)
+		}
+		return out
+	default:
+		if !reflect.DeepEqual(live, desired) {
+			return []string{change(path, live, desired)}
+		}
+		return nil
+	}
+}
+
+func named(items []any) bool {
+	if len(items) == 0 {
+		return false
+	}
+	for _, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok || m["name"] == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func change(path string, live, desired any) string {
+	if live == nil {
+		return fmt.Sprintf("%s: (none) -> %s", path, short(desired))
+	}
+	return fmt.Sprintf("%s: %s -> %s", path, short(live), short(desired))
+}
+
+func short(v any) string {
+	b, _ := json.Marshal(v)
+	s := string(b)
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}

@@ -1,0 +1,294 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// requests counts what eksa-metrics sends, and can fail every mutating
+// request after the first failAfter ones.
+type requests struct {
+	mu        sync.Mutex
+	writes    int
+	total     int
+	failAfter int
+}
+
+func (r *requests) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		r.mu.Lock()
+		r.total++
+		mutating := req.Method != http.MethodGet && req.Method != http.MethodHead
+		if mutating {
+			r.writes++
+			if r.failAfter > 0 && r.writes > r.failAfter {
+				r.mu.Unlock()
+				return nil, errors.New("injected fault: connection reset")
+			}
+		}
+		r.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// apply runs `eksa-metrics apply` in-process and returns the exit code, the
+// stderr, and the requests sent.
+func apply(t *testing.T, faults int, args ...string) (int, string, *requests) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	f := &cli.Factory{IOStreams: cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}}
+	reqs := &requests{failAfter: faults}
+	cmd := cli.NewCmdApply(f, func(o *cli.ApplyOptions) error {
+		o.WrapTransport = reqs.wrap
+		return o.Run(context.Background())
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	if err != nil {
+		errOut.WriteString("Error: " + err.Error() + "\n")
+	}
+	if out.Len() != 0 {
+		t.Errorf("apply wrote to stdout: %s", out.String())
+	}
+	return cli.ExitCode(err), errOut.String(), reqs
+}
+
+func writeSpec(t *testing.T, specName, metrics string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testutil.SharedFixtures(t), "specs", specName+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "cluster.yaml")
+	doc := string(raw) + "\n---\napiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1\nkind: MetricsConfig\nmetadata: {name: test}\nspec:\n" + metrics
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const zPagesOn = `  scrapers: [{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}]
+  zPages: {statusz: true, flagz: true}
+`
+const zPagesOff = `  scrapers: [{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}]
+  zPages: {statusz: false, flagz: false}
+`
+
+// The acceptance path of apply on a real API server, for both contracts:
+// EKS-A's forced re-apply keeps eksa-metrics' items; a second apply sends
+// no write; turning z-pages off removes exactly the items eksa-metrics added.
+func TestApplySurvivesEKSAReconcileAndConverges(t *testing.T) {
+	for _, tc := range []struct{ capi, spec, rendered, eksaVersion string }{
+		{spec.CAPIv1beta2, "docker", "docker.v1beta2", "v0.26.1"},
+		{spec.CAPIv1beta1, "vsphere-external-etcd", "vsphere-external-etcd.v1beta1", "v0.24.6"},
+	} {
+		t.Run(tc.capi, func(t *testing.T) {
+			ctx := context.Background()
+			cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+			cp.InstallCRDs(t, tc.capi)
+			kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+			eksa := eksaKCP(t, tc.rendered, tc.capi)
+			if err := cp.Apply(ctx, "eks-a-controller", true, eksa); err != nil {
+				t.Fatal(err)
+			}
+			before := liveKCP(t, cp, tc.capi)
+
+			// A 1.34 spec with z-pages: feature gates on three components.
+			on := writeSpecVersion(t, tc.spec, zPagesOn, "1.34", tc.eksaVersion)
+			code, stderr, first := apply(t, 0, "-f", on, "--kubeconfig", kubeconfig)
+			if code != cli.ExitUsage || !strings.Contains(stderr, "--allow-control-plane-rollout") || first.writes != 0 {
+				t.Fatalf("without --allow-control-plane-rollout: exit %d, %d writes:\n%s", code, first.writes, stderr)
+			}
+			code, stderr, first = apply(t, 0, "-f", on, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout")
+			if code != 0 {
+				t.Fatalf("first apply: exit %d:\n%s", code, stderr)
+			}
+			t.Logf("first apply: %d requests, %d of them writes", first.total, first.writes)
+			if err := cp.Apply(ctx, "eks-a-controller", true, eksa); err != nil {
+				t.Fatalf("EKS-A's re-apply: %v", err)
+			}
+			for _, comp := range []kubeadm.Component{kubeadm.APIServer, kubeadm.ControllerManager, kubeadm.Scheduler} {
+				if got := liveArgs(t, liveKCP(t, cp, tc.capi), comp.Path())["feature-gates"]; got != "ComponentFlagz=true,ComponentStatusz=true" {
+					t.Errorf("%s feature-gates after EKS-A's reconcile: %q", comp, got)
+				}
+			}
+			code, stderr, second := apply(t, 0, "-f", on, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout")
+			if code != 0 || second.writes != 0 || !strings.Contains(stderr, "0 to create, 0 to change") {
+				t.Fatalf("second apply: exit %d, %d writes (want 0):\n%s", code, second.writes, stderr)
+			}
+			t.Logf("second apply: %d requests, %d writes", second.total, second.writes)
+
+			off := writeSpecVersion(t, tc.spec, zPagesOff, "1.34", tc.eksaVersion)
+			if code, stderr, _ := apply(t, 0, "-f", off, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
+				t.Fatalf("z-pages off: exit %d:\n%s", code, stderr)
+			}
+			after := liveKCP(t, cp, tc.capi)
+			for _, comp := range kubeadm.Components {
+				if b, a := liveArgs(t, before, comp.Path()), liveArgs(t, after, comp.Path()); !reflect.DeepEqual(b, a) {
+					t.Errorf("%s extraArgs after turning z-pages off: %v, want EKS-A's own %v", comp, a, b)
+				}
+			}
+			if _, _, third := apply(t, 0, "-f", off, "--kubeconfig", kubeconfig); third.writes != 0 {
+				t.Errorf("apply after the release: %d writes, want 0", third.writes)
+			}
+		})
+	}
+}
+
+func writeSpecVersion(t *testing.T, specName, metrics, kube, eksa string) string {
+	t.Helper()
+	p := writeSpec(t, specName, metrics)
+	raw, _ := os.ReadFile(p)
+	s := strings.Replace(string(raw), `kubernetesVersion: "1.36"`, `kubernetesVersion: "`+kube+`"`, 1)
+	s = strings.Replace(s, `kubernetesVersion: "1.34"`, `kubernetesVersion: "`+kube+`"`+"\n  eksaVersion: "+eksa, 1)
+	if !strings.Contains(s, "eksaVersion") {
+		s = strings.Replace(s, `kubernetesVersion: "`+kube+`"`, `kubernetesVersion: "`+kube+`"`+"\n  eksaVersion: "+eksa, 1)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func liveKCP(t *testing.T, cp *framework.ControlPlane, capi string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := cp.Dynamic.Resource(kcpGVR(capi)).Namespace("eksa-system").Get(context.Background(), "test", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// bindAddress mode edits the kube-proxy ConfigMap by read-modify-write:
+// every other byte stays, kube-proxy restarts, an interrupted apply
+// converges when run again.
+func TestApplyKubeProxyEditAndFaults(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	if err := cp.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", spec.CAPIv1beta2)); err != nil {
+		t.Fatal(err)
+	}
+	conf := "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nbindAddress: 0.0.0.0\nclusterCIDR: 192.168.0.0/16\n# a comment kubeadm does not write, kept anyway\nkind: KubeProxyConfiguration\nmetricsBindAddress: \"\"\nmode: iptables\n"
+	kubeconfigConf := "apiVersion: v1\nkind: Config\n"
+	if _, err := cp.Client.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: "kube-system"},
+		Data:       map[string]string{"config.conf": conf, "kubeconfig.conf": kubeconfigConf},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"k8s-app": "kube-proxy"}
+	if _, err := cp.Client.AppsV1().DaemonSets("kube-system").Create(ctx, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: "kube-system"},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "kube-proxy", Image: "registry.invalid/kube-proxy:v1"}}},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := writeSpecVersion(t, "docker", `  scrapers: [{kind: Group, name: "platform:metrics"}]
+  exposure: bindAddress
+  allowInsecure: true
+`, "1.34", "v0.26.1")
+	args := []string{"-f", p, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"}
+
+	// Interrupted after three writes: the apply fails...
+	code, stderr, faulty := apply(t, 3, args...)
+	if code != cli.ExitRuntime || !strings.Contains(stderr, "injected fault") {
+		t.Fatalf("interrupted apply: exit %d:\n%s", code, stderr)
+	}
+	t.Logf("interrupted apply: %d writes attempted", faulty.writes)
+	// ...and converges when run again.
+	code, stderr, full := apply(t, 0, args...)
+	if code != 0 {
+		t.Fatalf("apply after the fault: exit %d:\n%s", code, stderr)
+	}
+	t.Logf("converging apply: %d requests, %d writes", full.total, full.writes)
+	if _, stderr, again := apply(t, 0, args...); again.writes != 0 {
+		t.Fatalf("apply after convergence: %d writes, want 0:\n%s", again.writes, stderr)
+	}
+
+	cm, err := cp.Client.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(conf, `metricsBindAddress: ""`, `metricsBindAddress: "0.0.0.0:10249"`, 1); cm.Data["config.conf"] != want {
+		t.Errorf("config.conf:\n%s\nwant:\n%s", cm.Data["config.conf"], want)
+	}
+	if cm.Data["kubeconfig.conf"] != kubeconfigConf {
+		t.Errorf("kubeconfig.conf changed: %q", cm.Data["kubeconfig.conf"])
+	}
+	ds, err := cp.Client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err != nil || ds.Spec.Template.Annotations["eksa-metrics/restartedAt"] == "" {
+		t.Errorf("kube-proxy was not restarted: %v %v", err, ds.Spec.Template.Annotations)
+	}
+}
+
+// Fields another manager owns are reported with its name and not forced.
+func TestApplyReportsConflicts(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	theirs := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "eksa-metrics-reader"},
+		"rules": []any{map[string]any{"verbs": []any{"get"}, "nonResourceURLs": []any{"/metrics"}}}}
+	if err := cp.Apply(ctx, "platform-team", true, theirs); err != nil {
+		t.Fatal(err)
+	}
+	p := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n", "1.36", "v0.26.1")
+	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig)
+	if code != cli.ExitRuntime || !strings.Contains(stderr, `"platform-team"`) || !strings.Contains(stderr, "--force-conflicts") {
+		t.Fatalf("want a conflict naming platform-team: exit %d:\n%s", code, stderr)
+	}
+	if code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--force-conflicts"); code != 0 {
+		t.Fatalf("--force-conflicts: exit %d:\n%s", code, stderr)
+	}
+}
+
+// An unreachable cluster gives exit 1 and names the kubeconfig and context.
+func TestApplyUnreachableCluster(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "gone.kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-real-token}}]
+contexts: [{name: prod, context: {cluster: c, user: u}}]
+current-context: prod
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n", "1.36", "v0.26.1")
+	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kc, "--context", "prod")
+	if code != cli.ExitRuntime || !strings.Contains(stderr, kc) || !strings.Contains(stderr, `context "prod"`) || !strings.Contains(stderr, "https://127.0.0.1:1") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+}
