@@ -149,7 +149,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	if o.Wait {
-		return a.Wait(ctx, steps, o.Timeout, 10*time.Second, errOut)
+		return a.Wait(ctx, steps, o.Timeout, 2*time.Second, errOut)
 	}
 	return nil
 }

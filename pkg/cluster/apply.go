@@ -232,12 +232,24 @@ func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) err
 	return nil
 }
 
-// Wait waits until the DaemonSets the steps changed are ready and a changed
-// KubeadmControlPlane has rolled out, reporting progress every interval.
+// Wait waits until the DaemonSets the steps changed are ready, then until a
+// changed KubeadmControlPlane has rolled out (the long part), polling every
+// interval and printing a line whenever the status changes.
 func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval time.Duration, progress io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	ordered := make([]*Step, 0, len(steps))
 	for _, s := range steps {
+		if !s.RollsControlPlane {
+			ordered = append(ordered, s)
+		}
+	}
+	for _, s := range steps {
+		if s.RollsControlPlane {
+			ordered = append(ordered, s)
+		}
+	}
+	for _, s := range ordered {
 		if s.Action == Unchanged {
 			continue
 		}
@@ -259,6 +271,7 @@ func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval tim
 			return err
 		}
 		name := strings.TrimPrefix(fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), " ")
+		last := ""
 		for {
 			live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 			if err == nil {
@@ -267,7 +280,10 @@ func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval tim
 					fmt.Fprintf(progress, "%s is ready: %s\n", name, status)
 					break
 				}
-				fmt.Fprintf(progress, "waiting for %s: %s\n", name, status)
+				if status != last {
+					fmt.Fprintf(progress, "waiting for %s: %s\n", name, status)
+					last = status
+				}
 			} else if apierrors.IsNotFound(err) && s.Action == Edit {
 				break
 			}

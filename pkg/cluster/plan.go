@@ -84,6 +84,10 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	u := unstructured.Unstructured{Object: obj}
 	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 	switch {
+	case apierrors.IsNotFound(err) && u.GetKind() == "KubeadmControlPlane":
+		// The object is a partial one: it changes EKS-A's KubeadmControlPlane, never creates it.
+		return nil, fmt.Errorf("the %s has no KubeadmControlPlane %s/%s to change: EKS Anywhere creates it with the cluster. Check that --kubeconfig is the management cluster of %q and that the cluster exists (kubectl get kubeadmcontrolplanes -n %s)",
+			c, u.GetNamespace(), u.GetName(), u.GetName(), u.GetNamespace())
 	case apierrors.IsNotFound(err):
 		s.Action = Create
 	case err != nil:

@@ -273,6 +273,19 @@ func TestApplyReportsConflicts(t *testing.T) {
 	}
 }
 
+// apply changes EKS-A's KubeadmControlPlane and never creates one: a missing
+// one is reported before anything is written.
+func TestApplyRefusesAMissingKubeadmControlPlane(t *testing.T) {
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	p := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n  zPages: {statusz: true}\n", "1.34", "v0.26.1")
+	code, stderr, reqs := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout")
+	if code != cli.ExitRuntime || reqs.writes != 0 || !strings.Contains(stderr, "has no KubeadmControlPlane eksa-system/test to change") {
+		t.Fatalf("exit %d, %d writes:\n%s", code, reqs.writes, stderr)
+	}
+}
+
 // An unreachable cluster gives exit 1 and names the kubeconfig and context.
 func TestApplyUnreachableCluster(t *testing.T) {
 	dir := t.TempDir()
@@ -290,5 +303,39 @@ current-context: prod
 	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kc, "--context", "prod")
 	if code != cli.ExitRuntime || !strings.Contains(stderr, kc) || !strings.Contains(stderr, `context "prod"`) || !strings.Contains(stderr, "https://127.0.0.1:1") {
 		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+}
+
+// --wait waits for the DaemonSets it changed: it times out with a clear
+// message while no DaemonSet controller runs, and returns once a real
+// kube-controller-manager has reconciled them.
+func TestApplyWait(t *testing.T) {
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	p := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n", "1.36", "v0.26.1")
+	if err := cp.Apply(context.Background(), "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", spec.CAPIv1beta2)); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--wait", "--timeout", "2s")
+	if code != cli.ExitRuntime || !strings.Contains(stderr, "timed out after 2s waiting for DaemonSet kube-system/eksa-metrics-") {
+		t.Fatalf("want a timeout naming the DaemonSet: exit %d:\n%s", code, stderr)
+	}
+
+	kcm := cp.Kubeconfig(t, "controller-manager", "system:kube-controller-manager")
+	framework.Start(t, "kube-controller-manager", framework.Binary(t, filepath.Join("k8s", kubeVersion, "kube-controller-manager")), []string{
+		"--kubeconfig=" + kcm, "--controllers=daemonset,serviceaccount-token", "--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + cp.PKI.ServiceAccountKey, "--leader-elect=false", "--secure-port=0",
+	})
+	// Change something so that the DaemonSets are applied again, then wait.
+	p2 := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n  tls: {minVersion: VersionTLS13}\n  exposure: proxy\n", "1.36", "v0.26.1")
+	code, stderr, _ = apply(t, 0, "-f", p2, "--kubeconfig", kubeconfig, "--wait", "--timeout", "20s", "--allow-control-plane-rollout")
+	if code != cli.ExitRuntime || !strings.Contains(stderr, "DaemonSet kube-system/eksa-metrics-control-plane-proxy is ready") {
+		// The KubeadmControlPlane (TLS 1.3 reaches the components) never rolls out here: no Cluster API controller runs.
+		t.Fatalf("want the DaemonSets ready, then a KubeadmControlPlane timeout: exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "waiting for KubeadmControlPlane eksa-system/test") {
+		t.Fatalf("want a wait on the KubeadmControlPlane:\n%s", stderr)
 	}
 }
