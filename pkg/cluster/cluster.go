@@ -163,4 +163,3 @@ func (c *Cluster) ensureNamespace(ctx context.Context, ns string, dryRun bool) e
 	}
 	return err
 }
-
