@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -174,7 +175,12 @@ func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOption
 		if s.Action == Unchanged {
 			continue
 		}
-		if err := s.Cluster.execute(ctx, s, opts); err != nil {
+		if err := s.Cluster.execute(ctx, s, opts); errors.Is(err, errNamespaceDryRun) {
+			if opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "%s not validated: its namespace does not exist yet in the %s, and a server dry run cannot create it\n", s.Name(), s.Cluster)
+			}
+			continue
+		} else if err != nil {
 			return err
 		}
 		if opts.Progress != nil {
@@ -197,7 +203,9 @@ func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) err
 	}
 	u := unstructured.Unstructured{Object: s.Object}
 	if ns := u.GetNamespace(); ns != "" {
-		if err := c.ensureNamespace(ctx, ns, opts.DryRun); err != nil {
+		if err := c.ensureNamespace(ctx, ns, opts.DryRun); errors.Is(err, errNamespaceDryRun) {
+			return err
+		} else if err != nil {
 			return fmt.Errorf("creating namespace %s in the %s: %w", ns, c, err)
 		}
 	}

@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -146,6 +147,10 @@ func (c *Cluster) WorkloadKubeconfig(ctx context.Context, clusterName string) ([
 	return data, nil
 }
 
+// errNamespaceDryRun means a namespace is missing and a server dry run cannot
+// create it, so the objects in it cannot be validated.
+var errNamespaceDryRun = errors.New("namespace does not exist yet")
+
 // ensureNamespace creates a namespace when it is missing (a read first, so a
 // converged cluster sees no write).
 func (c *Cluster) ensureNamespace(ctx context.Context, ns string, dryRun bool) error {
@@ -153,10 +158,10 @@ func (c *Cluster) ensureNamespace(ctx context.Context, ns string, dryRun bool) e
 	if err == nil || !apierrors.IsNotFound(err) {
 		return err
 	}
-	opts := metav1.CreateOptions{FieldManager: FieldManager}
 	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
+		return errNamespaceDryRun
 	}
+	opts := metav1.CreateOptions{FieldManager: FieldManager}
 	_, err = c.Core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, opts)
 	if apierrors.IsAlreadyExists(err) {
 		return nil

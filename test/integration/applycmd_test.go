@@ -339,3 +339,55 @@ func TestApplyWait(t *testing.T) {
 		t.Fatalf("want a wait on the KubeadmControlPlane:\n%s", stderr)
 	}
 }
+
+// --dry-run=client sends nothing; --dry-run=server sends every request with
+// dryRun=All and nothing is persisted. A workload cluster's kubeconfig comes
+// from the management cluster's Secret eksa-system/<cluster>-kubeconfig.
+func TestApplyDryRunsAndWorkloadKubeconfig(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	workloadSpec := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n", "1.36", "v0.26.1")
+	raw, _ := os.ReadFile(workloadSpec)
+	if err := os.WriteFile(workloadSpec, []byte(strings.Replace(string(raw), "managementCluster:\n    name: test", "managementCluster:\n    name: mgmt", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stderr, _ := apply(t, 0, "-f", workloadSpec, "--kubeconfig", kubeconfig)
+	if code != cli.ExitRuntime || !strings.Contains(stderr, "no Secret eksa-system/test-kubeconfig") || !strings.Contains(stderr, "--workload-kubeconfig") {
+		t.Fatalf("missing workload kubeconfig Secret: exit %d:\n%s", code, stderr)
+	}
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.ServiceAccount(t, "eksa-system", "default") // creates the namespace
+	if _, err := cp.Client.CoreV1().Secrets("eksa-system").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-kubeconfig", Namespace: "eksa-system"}, Data: map[string][]byte{"value": data},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, mode := range []string{"client", "server"} {
+		code, stderr, reqs := apply(t, 0, "-f", workloadSpec, "--kubeconfig", kubeconfig, "--dry-run="+mode)
+		if code != 0 {
+			t.Fatalf("--dry-run=%s: exit %d:\n%s", mode, code, stderr)
+		}
+		if mode == "client" && reqs.writes != 0 {
+			t.Errorf("--dry-run=client sent %d writes", reqs.writes)
+		}
+		if mode == "server" && (reqs.writes == 0 || !strings.Contains(stderr, "nothing was persisted")) {
+			t.Errorf("--dry-run=server: %d writes:\n%s", reqs.writes, stderr)
+		}
+		if _, err := cp.Client.RbacV1().ClusterRoles().Get(ctx, "eksa-metrics-reader", metav1.GetOptions{}); err == nil {
+			t.Fatalf("--dry-run=%s persisted the ClusterRole", mode)
+		}
+	}
+	if code, stderr, _ := apply(t, 0, "-f", workloadSpec, "--kubeconfig", kubeconfig); code != 0 || !strings.Contains(stderr, "(workload cluster)") {
+		t.Fatalf("apply through the Secret's kubeconfig: exit %d:\n%s", code, stderr)
+	}
+	if _, err := cp.Client.RbacV1().ClusterRoles().Get(ctx, "eksa-metrics-reader", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the workload objects were not applied: %v", err)
+	}
+}
