@@ -108,25 +108,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: o.Kubeconfig, Context: o.Context, WrapTransport: o.WrapTransport})
+	mgmt, workload, err := connectClusters(ctx, clusterFlags{o.Kubeconfig, o.Context, o.WorkloadKubeconfig, o.WrapTransport}, r.Config.ClusterName, r.Config.Management)
 	if err != nil {
 		return err
-	}
-	workload := mgmt
-	switch {
-	case o.WorkloadKubeconfig != "":
-		if workload, err = cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: o.WorkloadKubeconfig, WrapTransport: o.WrapTransport}); err != nil {
-			return err
-		}
-	case !r.Config.Management:
-		data, err := mgmt.WorkloadKubeconfig(ctx, r.Config.ClusterName)
-		if err != nil {
-			return err
-		}
-		source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", r.Config.ClusterName)
-		if workload, err = cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: o.WrapTransport}); err != nil {
-			return err
-		}
 	}
 	a := &cluster.Applier{Management: mgmt, Workload: workload, Result: r}
 	steps, err := a.Plan(ctx)
@@ -152,6 +136,36 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return a.Wait(ctx, steps, o.Timeout, 2*time.Second, errOut)
 	}
 	return nil
+}
+
+// clusterFlags are the flags that reach the clusters.
+type clusterFlags struct {
+	kubeconfig, context, workloadKubeconfig string
+	wrap                                    func(http.RoundTripper) http.RoundTripper
+}
+
+// connectClusters reaches the management cluster and the workload cluster:
+// the same one for a management cluster, else --workload-kubeconfig, else
+// the kubeconfig EKS-A keeps in the management cluster.
+func connectClusters(ctx context.Context, fl clusterFlags, name string, management bool) (*cluster.Cluster, *cluster.Cluster, error) {
+	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: fl.kubeconfig, Context: fl.context, WrapTransport: fl.wrap})
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case fl.workloadKubeconfig != "":
+		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: fl.workloadKubeconfig, WrapTransport: fl.wrap})
+		return mgmt, workload, err
+	case !management:
+		data, err := mgmt.WorkloadKubeconfig(ctx, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
+		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: fl.wrap})
+		return mgmt, workload, err
+	}
+	return mgmt, mgmt, nil
 }
 
 func (o *ApplyOptions) confirmRollout(name string, steps []*cluster.Step) error {

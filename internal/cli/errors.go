@@ -32,12 +32,13 @@ func usageErrorf(format string, args ...any) error {
 func ExitCode(err error) int {
 	var usage *usageError
 	var invalid *spec.InvalidError
+	var failed *verifyFailedError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &usage):
 		return ExitUsage
-	case errors.As(err, &invalid):
+	case errors.As(err, &invalid), errors.As(err, &failed):
 		return ExitInvalid
 	}
 	return ExitRuntime

@@ -5,9 +5,11 @@ package cluster
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +40,8 @@ type Cluster struct {
 	Dynamic dynamic.Interface
 	Core    kubernetes.Interface
 	mapper  meta.RESTMapper
+	// CA is the cluster CA from the kubeconfig, when it names one.
+	CA *x509.CertPool
 }
 
 // ConnectOptions say how to reach a cluster.
@@ -99,6 +103,15 @@ func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, e
 		return fail(err)
 	}
 	c.Server = cfg.Host
+	if pem := cfg.CAData; len(pem) > 0 {
+		c.CA = x509.NewCertPool()
+		c.CA.AppendCertsFromPEM(pem)
+	} else if cfg.CAFile != "" {
+		if pem, err := os.ReadFile(cfg.CAFile); err == nil {
+			c.CA = x509.NewCertPool()
+			c.CA.AppendCertsFromPEM(pem)
+		}
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.Timeout = opts.Timeout

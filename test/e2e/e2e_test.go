@@ -183,6 +183,7 @@ func runCluster(t *testing.T, version string, mode spec.Exposure) counts {
 
 	c := scrapeAll(t, cp, r, mode, procs)
 	c.sars = sarMatrix(t, cp, r)
+	verifyCluster(t, cp, minor, mode, procs, version == versions[0])
 	return c
 }
 
@@ -275,16 +276,28 @@ func startProxies(t *testing.T, cp *framework.ControlPlane, r *render.Result) []
 // standInKubeProxy serves what kube-proxy serves on 127.0.0.1:10249 (plain
 // HTTP, no authentication). kube-proxy itself is not started: it reprograms
 // the machine's packet filter, which a test must not do.
-func standInKubeProxy(t *testing.T) {
+func standInKubeProxy(t *testing.T) { standInKubeProxyAt(t, "127.0.0.1") }
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func standInKubeProxyAt(t *testing.T, host string) {
 	mux := http.NewServeMux()
 	metrics := "# HELP kubeproxy_sync_proxy_rules_duration_seconds stand-in\n# TYPE kubeproxy_sync_proxy_rules_duration_seconds counter\nkubeproxy_sync_proxy_rules_duration_seconds 1\n"
 	for _, p := range []string{"/metrics", "/metrics/slis"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, metrics) })
 	}
-	for _, p := range []string{"/statusz", "/flagz", "/configz", "/healthz"} {
+	mux.HandleFunc("/statusz", func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "kube-proxy statusz\nUptime: 1s\nBinary version: 0.0.0-stand-in\n")
+	})
+	for _, p := range []string{"/flagz", "/configz", "/healthz"} {
 		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "kube-proxy stand-in\n") })
 	}
-	srv := &http.Server{Addr: "127.0.0.1:10249", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: host + ":10249", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.ListenAndServe() }()
 	t.Cleanup(func() { _ = srv.Close() })
 }

@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
+)
+
+// VerifyOptions are the flags of verify.
+type VerifyOptions struct {
+	f *Factory
+
+	Filename           string
+	Kubeconfig         string
+	Context            string
+	WorkloadKubeconfig string
+	Output             string
+	Concurrency        int
+	Timeout            time.Duration
+	CAPIAPIVersion     string
+
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// verifyFailedError is a verification with failing rows (exit 3).
+type verifyFailedError struct{ failed, total int }
+
+func (e *verifyFailedError) Error() string {
+	return fmt.Sprintf("%d of %d targets failed verification (see the rows marked FAIL above)", e.failed, e.total)
+}
+
+// NewCmdVerify builds `eksa-metrics verify`.
+func NewCmdVerify(f *Factory, runF func(*VerifyOptions) error) *cobra.Command {
+	o := &VerifyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "verify -f cluster.yaml --kubeconfig mgmt.kubeconfig",
+		Short: "Prove, live, that every metrics endpoint serves the scraper and refuses everyone else",
+		Long: `Find every target the metrics section enables (node addresses from the Node
+objects, the API server), then for each: connect, classify its certificate,
+scrape as the scraper (a short-lived TokenRequest token, never stored), and
+check that an identity with no RBAC binding and a request without credentials
+are refused. Where z-pages are on, read /statusz for version and uptime.
+One row per target on stdout; exit 0 only when every target passes.
+Temporary ServiceAccounts verify creates are deleted, also on Ctrl-C.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(o)
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
+	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
+	fl.StringVar(&o.Context, "context", "", "context in --kubeconfig")
+	fl.StringVar(&o.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
+	fl.StringVarP(&o.Output, "output", "o", "table", "table or json")
+	fl.IntVar(&o.Concurrency, "concurrency", 16, "targets checked at once")
+	fl.DurationVar(&o.Timeout, "timeout", 10*time.Second, "time allowed for each target")
+	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion")
+	return cmd
+}
+
+// Validate checks flag combinations only.
+func (o *VerifyOptions) Validate() error {
+	switch {
+	case o.Filename == "":
+		return usageErrorf("-f/--filename is required")
+	case o.Kubeconfig == "":
+		return usageErrorf("--kubeconfig is required: the management cluster's kubeconfig")
+	case o.Output != "table" && o.Output != "json":
+		return usageErrorf("-o %q is not one of table, json", o.Output)
+	case o.Concurrency < 1:
+		return usageErrorf("--concurrency must be at least 1")
+	case o.Timeout <= 0:
+		return usageErrorf("--timeout must be positive")
+	}
+	return nil
+}
+
+// Run finds the targets, makes the identities, checks, prints and cleans up.
+func (o *VerifyOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := loadAndRender(o.f, o.Filename, spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+	if err != nil {
+		return err
+	}
+	_, workload, err := connectClusters(ctx, clusterFlags{o.Kubeconfig, o.Context, o.WorkloadKubeconfig, o.WrapTransport}, r.Config.ClusterName, r.Config.Management)
+	if err != nil {
+		return err
+	}
+	nodeList, err := workload.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the workload cluster's nodes: %w", err)
+	}
+	var nodes []verify.Node
+	for _, n := range nodeList.Items {
+		vn := verify.Node{Name: n.Name}
+		_, vn.ControlPlane = n.Labels["node-role.kubernetes.io/control-plane"]
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP || vn.Address == "" && a.Type != corev1.NodeHostName {
+				vn.Address = a.Address
+			}
+		}
+		if vn.Address != "" {
+			nodes = append(nodes, vn)
+		}
+	}
+	targets := verify.Targets(r.Config, strings.TrimSuffix(workload.Server, "/"), nodes)
+
+	ids := &identities{core: workload.Core, suffix: randomSuffix(), errOut: o.f.IOStreams.ErrOut}
+	defer ids.cleanup()
+	scraper, unbound, err := ids.create(ctx, r.Config.Scrapers)
+	if err != nil {
+		return err
+	}
+	results := verify.Run(ctx, targets, verify.Options{ScraperToken: scraper, UnboundToken: unbound, ClusterCA: workload.CA, Concurrency: o.Concurrency, Timeout: o.Timeout})
+	if err := o.print(results); err != nil {
+		return err
+	}
+	failed := 0
+	for _, res := range results {
+		if !res.Pass() {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return &verifyFailedError{failed, len(results)}
+	}
+	fmt.Fprintf(o.f.IOStreams.ErrOut, "All %d targets passed.\n", len(results))
+	return nil
+}
+
+func (o *VerifyOptions) print(results []verify.Result) error {
+	out := o.f.IOStreams.Out
+	if o.Output == "json" {
+		b, err := json.MarshalIndent(map[string]any{"results": results}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(append(b, '\n'))
+		return err
+	}
+	red, reset := "", ""
+	if f, ok := out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		red, reset = "\033[31m", "\033[0m"
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tENDPOINT\tTLS\tSCRAPER\tSAMPLES\tUNBOUND\tANONYMOUS\tVERSION\tUPTIME\tRESULT")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	status := func(c int) string {
+		if c == 0 {
+			return "-"
+		}
+		return fmt.Sprint(c)
+	}
+	for _, r := range results {
+		result := "PASS"
+		if !r.Pass() {
+			result = red + "FAIL: " + strings.Join(r.Problems, "; ") + reset
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Target, r.Target.Endpoint, r.TLS, status(r.Scraper), r.Samples,
+			status(r.Unbound), status(r.Anonymous), dash(r.Version), dash(r.Uptime), result)
+	}
+	return tw.Flush()
+}
+
+// identities are the temporary ServiceAccounts verify makes.
+type identities struct {
+	core    kubernetes.Interface
+	suffix  string
+	errOut  io.Writer
+	undo    []func(context.Context) error
+}
+
+const verifyNS = "kube-system"
+
+func randomSuffix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// create returns a token for the scraper (its own ServiceAccount's, or a
+// temporary ServiceAccount bound like a User/Group scraper) and one for a
+// temporary ServiceAccount with no binding.
+func (ids *identities) create(ctx context.Context, scrapers []spec.Scraper) (string, string, error) {
+	var scraperToken string
+	for _, s := range scrapers {
+		if s.Kind == spec.ScraperServiceAccount {
+			tok, err := ids.token(ctx, s.Namespace, s.Name)
+			if err != nil {
+				return "", "", fmt.Errorf("the scraper ServiceAccount %s/%s: %w; create it (it is the identity Prometheus runs as) or fix spec.scrapers", s.Namespace, s.Name, err)
+			}
+			scraperToken = tok
+			break
+		}
+	}
+	if scraperToken == "" {
+		name := "eksa-metrics-verify-scraper-" + ids.suffix
+		if err := ids.serviceAccount(ctx, name); err != nil {
+			return "", "", err
+		}
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: templates.ReaderRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: verifyNS}},
+		}
+		if _, err := ids.core.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+			return "", "", fmt.Errorf("binding a temporary scraper for the User/Group scrapers: %w", err)
+		}
+		ids.undo = append(ids.undo, func(c context.Context) error {
+			return ids.core.RbacV1().ClusterRoleBindings().Delete(c, name, metav1.DeleteOptions{})
+		})
+		tok, err := ids.token(ctx, verifyNS, name)
+		if err != nil {
+			return "", "", err
+		}
+		scraperToken = tok
+	}
+	unbound := "eksa-metrics-verify-unbound-" + ids.suffix
+	if err := ids.serviceAccount(ctx, unbound); err != nil {
+		return "", "", err
+	}
+	tok, err := ids.token(ctx, verifyNS, unbound)
+	return scraperToken, tok, err
+}
+
+// cleanup deletes what create made, newest first, with a context of its own
+// so that it also runs after Ctrl-C cancelled the work.
+func (ids *identities) cleanup() {
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := len(ids.undo) - 1; i >= 0; i-- {
+		if err := ids.undo[i](cctx); err != nil {
+			fmt.Fprintf(ids.errOut, "Warning: cleaning up: %v\n", err)
+		}
+	}
+}
+
+func (ids *identities) serviceAccount(ctx context.Context, name string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: verifyNS, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}}}
+	if _, err := ids.core.CoreV1().ServiceAccounts(verifyNS).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the temporary ServiceAccount %s/%s: %w", verifyNS, name, err)
+	}
+	ids.undo = append(ids.undo, func(c context.Context) error {
+		return ids.core.CoreV1().ServiceAccounts(verifyNS).Delete(c, name, metav1.DeleteOptions{})
+	})
+	return nil
+}
+
+func (ids *identities) token(ctx context.Context, ns, name string) (string, error) {
+	exp := int64(600)
+	tr, err := ids.core.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
+}

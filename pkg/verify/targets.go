@@ -1,0 +1,75 @@
+// Package verify proves, against a live cluster, that every enabled metrics
+// endpoint is reachable, serves the scraper, and refuses identities that must
+// be refused.
+package verify
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+)
+
+// Node is what verify needs of a Node object.
+type Node struct {
+	Name         string
+	Address      string // InternalIP (else the first address)
+	ControlPlane bool
+}
+
+// Target is one endpoint to check.
+type Target struct {
+	Component components.ID
+	Node      string // "" for the API server
+	Endpoint  string // scheme://host:port
+	Paths     []string
+	ZPages    bool
+	// Plain is true for a plain-HTTP endpoint accepted with allowInsecure:
+	// it is expected to serve anyone, and is reported as such.
+	Plain bool
+}
+
+func (t Target) String() string {
+	if t.Node == "" {
+		return string(t.Component)
+	}
+	return fmt.Sprintf("%s@%s", t.Component, t.Node)
+}
+
+// Targets lists every endpoint the configuration enables, ordered by
+// component, then node.
+func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	var out []Target
+	for _, comp := range templates.Enabled(c) {
+		z := comp.ZPages && c.Statusz
+		if comp.ID == components.KubeAPIServer {
+			out = append(out, Target{Component: comp.ID, Endpoint: apiServer, Paths: comp.Paths, ZPages: z})
+			continue
+		}
+		for _, n := range nodes {
+			onControlPlane := comp.ID == components.KubeControllerManager || comp.ID == components.KubeScheduler || comp.ID == components.Etcd
+			if onControlPlane && !n.ControlPlane {
+				continue
+			}
+			scheme := "https"
+			plain := !comp.TLS && c.Exposure == spec.ExposureBindAddress
+			if plain {
+				scheme = "http"
+			}
+			out = append(out, Target{Component: comp.ID, Node: n.Name, Endpoint: fmt.Sprintf("%s://%s:%d", scheme, hostPort(n.Address), comp.Port), Paths: comp.Paths, ZPages: z && !plain, Plain: plain})
+		}
+	}
+	return out
+}
+
+func hostPort(addr string) string {
+	for _, r := range addr {
+		if r == ':' {
+			return "[" + addr + "]"
+		}
+	}
+	return addr
+}

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+type verifyRun struct {
+	code    int
+	results []verify.Result
+	table   string
+	stderr  string
+}
+
+func (v verifyRun) row(component string) *verify.Result {
+	for i := range v.results {
+		if string(v.results[i].Target.Component) == component {
+			return &v.results[i]
+		}
+	}
+	return nil
+}
+
+// verifyCluster runs `eksa-metrics verify` against the test bed: one Node
+// object stands for the control-plane node at NodeIP (no kubelet runs here,
+// so the kubelet target is turned off in the spec verify reads).
+func verifyCluster(t *testing.T, cp *framework.ControlPlane, minor string, mode spec.Exposure, procs []*framework.Process, breaks bool) {
+	ctx := context.Background()
+	node, err := cp.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-1",
+		Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: NodeIP}}
+	if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if mode == spec.ExposureBindAddress {
+		standInKubeProxyAt(t, NodeIP) // kube-proxy with metricsBindAddress on the node address
+	}
+	specPath := t.TempDir() + "/verify.yaml"
+	writeFile(t, specPath, strings.Replace(specFor(minor, mode), "  zPages:", "  components: {kubelet: {enabled: false}}\n  zPages:", 1))
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	run := func() verifyRun {
+		var out, errOut bytes.Buffer
+		code := cli.Main(ctx, []string{"verify", "-f", specPath, "--kubeconfig", kubeconfig, "-o", "json"}, cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+		var doc struct {
+			Results []verify.Result `json:"results"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil && code != cli.ExitRuntime {
+			t.Fatalf("verify -o json: %v\n%s\n%s", err, out.String(), errOut.String())
+		}
+		return verifyRun{code: code, results: doc.Results, stderr: errOut.String()}
+	}
+	// until runs verify until the condition holds: components cache
+	// authorization decisions for about ten seconds.
+	until := func(what string, cond func(verifyRun) bool) verifyRun {
+		t.Helper()
+		var v verifyRun
+		for i := 0; i < 20; i++ {
+			if v = run(); cond(v) {
+				return v
+			}
+			time.Sleep(2 * time.Second)
+		}
+		t.Fatalf("verify never showed %s; last run: exit %d %+v\n%s", what, v.code, v.results, v.stderr)
+		return v
+	}
+
+	v := until("every row passing", func(v verifyRun) bool { return v.code == 0 })
+	want := map[string]bool{"kube-apiserver": true, "kube-controller-manager": true, "kube-scheduler": true, "etcd": true, "kube-proxy": true}
+	for _, r := range v.results {
+		delete(want, string(r.Target.Component))
+		if !r.Pass() || r.Samples == 0 {
+			t.Errorf("%s: %+v", r.Target, r)
+		}
+		if r.Target.ZPages && r.Version == "" {
+			t.Errorf("%s: no version from /statusz: %+v", r.Target, r)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("verify did not check %v", want)
+	}
+	if api := v.row("kube-apiserver"); api == nil || api.TLS != "cluster CA" || api.Version != strings.TrimPrefix(cp.Version, "v") {
+		t.Errorf("kube-apiserver row: %+v", api)
+	}
+	if kcm := v.row("kube-controller-manager"); kcm == nil || kcm.TLS != "self-signed" {
+		t.Errorf("kube-controller-manager row: %+v", kcm)
+	}
+	sas, _ := cp.Client.CoreV1().ServiceAccounts("kube-system").List(ctx, metav1.ListOptions{})
+	for _, sa := range sas.Items {
+		if strings.HasPrefix(sa.Name, "eksa-metrics-verify-") {
+			t.Errorf("verify left ServiceAccount %s behind", sa.Name)
+		}
+	}
+	if !breaks {
+		return
+	}
+
+	// Break 1: the reader binding is gone: the scraper is refused everywhere.
+	crb, err := cp.Client.RbacV1().ClusterRoleBindings().Get(ctx, "eksa-metrics-reader", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, crb.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v = until("the scraper refused", func(v verifyRun) bool {
+		r := v.row("kube-controller-manager")
+		return v.code == cli.ExitInvalid && r != nil && r.Scraper == 403
+	})
+	t.Logf("without the reader binding: %s: %s", v.row("kube-controller-manager").Target, v.row("kube-controller-manager").Problems)
+	if r := v.row("kube-controller-manager"); !strings.Contains(strings.Join(r.Problems, ";"), "lacks RBAC") {
+		t.Errorf("the reason should say the scraper lacks RBAC: %v", r.Problems)
+	}
+	crb.ResourceVersion = ""
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	until("the scraper allowed again", func(v verifyRun) bool { return v.code == 0 })
+
+	// Break 2: a binding grants the reader role to every ServiceAccount of
+	// kube-system, so the unbound identity is served.
+	leak := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "too-broad"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "eksa-metrics-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:kube-system"}}}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, leak, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v = until("a target serving an unbound identity", func(v verifyRun) bool {
+		r := v.row("kube-scheduler")
+		return v.code == cli.ExitInvalid && r != nil && r.Unbound == 200
+	})
+	t.Logf("with a too-broad binding: %s: %s", v.row("kube-scheduler").Target, v.row("kube-scheduler").Problems)
+	if r := v.row("kube-scheduler"); !strings.Contains(strings.Join(r.Problems, ";"), "UNBOUND IDENTITY") {
+		t.Errorf("the reason should name the unbound identity: %v", r.Problems)
+	}
+	_ = cp.Client.RbacV1().ClusterRoleBindings().Delete(ctx, leak.Name, metav1.DeleteOptions{})
+	until("the unbound identity refused again", func(v verifyRun) bool { return v.code == 0 })
+
+	// Break 3: the etcd proxy stops: only its row fails, as connection refused.
+	if mode == spec.ExposureProxy {
+		for _, p := range procs {
+			if p.Name == "kube-rbac-proxy-etcd" {
+				p.Stop()
+			}
+		}
+		v = until("the etcd row failing", func(v verifyRun) bool { return v.code == cli.ExitInvalid })
+		for _, r := range v.results {
+			if (r.Target.Component == "etcd") == r.Pass() {
+				t.Errorf("%s: pass=%t %v", r.Target, r.Pass(), r.Problems)
+			}
+		}
+		t.Logf("with the etcd proxy stopped: %s: %s", v.row("etcd").Target, v.row("etcd").Problems)
+		if r := v.row("etcd"); !strings.Contains(strings.Join(r.Problems, ";"), "connection refused") {
+			t.Errorf("the etcd row should say connection refused: %v", r.Problems)
+		}
+	}
+}
