@@ -89,8 +89,6 @@ func check(ctx context.Context, client *http.Client, t Target, opts Options) Res
 	fail := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
 	if t.Plain {
 		r.TLS = "plain HTTP"
-	} else {
-		r.TLS = classifyTLS(ctx, t.Endpoint, opts.ClusterCA)
 	}
 	get := func(path, token, accept string) (int, string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Endpoint+path, nil)
@@ -108,6 +106,9 @@ func check(ctx context.Context, client *http.Client, t Target, opts Options) Res
 			return 0, "", err
 		}
 		defer resp.Body.Close()
+		if r.TLS == "" && resp.TLS != nil {
+			r.TLS = classifyTLS(resp.TLS.PeerCertificates, opts.ClusterCA)
+		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		return resp.StatusCode, string(body), err
 	}
@@ -204,17 +205,9 @@ func countSamples(body string) (int, error) {
 	return n, nil
 }
 
-// classifyTLS says whether the endpoint's certificate chains to the cluster
-// CA, is self-signed, or neither.
-func classifyTLS(ctx context.Context, endpoint string, ca *x509.CertPool) string {
-	host := strings.TrimPrefix(endpoint, "https://")
-	d := &tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // inspected, not trusted
-	conn, err := d.DialContext(ctx, "tcp", host)
-	if err != nil {
-		return "unreachable"
-	}
-	defer conn.Close()
-	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
+// classifyTLS says whether a certificate chain chains to the cluster CA, is
+// self-signed, or neither.
+func classifyTLS(certs []*x509.Certificate, ca *x509.CertPool) string {
 	if len(certs) == 0 {
 		return "no certificate"
 	}
@@ -227,7 +220,8 @@ func classifyTLS(ctx context.Context, endpoint string, ca *x509.CertPool) string
 			return "cluster CA"
 		}
 	}
-	if certs[0].Subject.String() == certs[0].Issuer.String() || len(certs) > 1 && certs[len(certs)-1].Subject.String() == certs[len(certs)-1].Issuer.String() {
+	last := certs[len(certs)-1]
+	if last.Subject.String() == last.Issuer.String() {
 		return "self-signed"
 	}
 	return "unknown CA"
