@@ -33,12 +33,13 @@ func ExitCode(err error) int {
 	var usage *usageError
 	var invalid *spec.InvalidError
 	var failed *verifyFailedError
+	var vfailed *validateFailedError
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &usage):
 		return ExitUsage
-	case errors.As(err, &invalid), errors.As(err, &failed):
+	case errors.As(err, &invalid), errors.As(err, &failed), errors.As(err, &vfailed):
 		return ExitInvalid
 	}
 	return ExitRuntime

@@ -45,7 +45,7 @@ changes, proxies, least-privilege RBAC and scrape configuration.`,
 	}
 	root.PersistentFlags().IntVarP(&f.Verbosity, "verbosity", "v", 0, "log level: 0 warnings, 1-3 info, 4+ debug (logs go to stderr)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(NewCmdGenerate(f, nil), NewCmdApply(f, nil), NewCmdVerify(f, nil), NewCmdVersion(f))
+	root.AddCommand(NewCmdGenerate(f, nil), NewCmdApply(f, nil), NewCmdVerify(f, nil), NewCmdValidate(f, nil), NewCmdVersion(f))
 	return root
 }
 

@@ -202,10 +202,10 @@ func (o *VerifyOptions) print(results []verify.Result) error {
 
 // identities are the temporary ServiceAccounts verify makes.
 type identities struct {
-	core    kubernetes.Interface
-	suffix  string
-	errOut  io.Writer
-	undo    []func(context.Context) error
+	core   kubernetes.Interface
+	suffix string
+	errOut io.Writer
+	undo   []func(context.Context) error
 }
 
 const verifyNS = "kube-system"

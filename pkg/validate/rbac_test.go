@@ -1,4 +1,4 @@
-package templates
+package validate
 
 import (
 	"bytes"
@@ -6,44 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 )
-
-// forbiddenGrant reports why a Role or ClusterRole rule is not least
-// privilege, or "" when it is fine.
-func forbiddenGrant(rule map[string]any) string {
-	strs := func(k string) []string {
-		var out []string
-		for _, v := range asList(rule[k]) {
-			s, _ := v.(string)
-			out = append(out, s)
-		}
-		return out
-	}
-	for _, k := range []string{"verbs", "resources", "apiGroups", "nonResourceURLs", "resourceNames"} {
-		for _, v := range strs(k) {
-			if strings.Contains(v, "*") {
-				return k + " has a wildcard " + v
-			}
-		}
-	}
-	for _, r := range strs("resources") {
-		if r == "nodes/proxy" || r == "secrets" || strings.HasPrefix(r, "secrets/") {
-			return "grants " + r
-		}
-	}
-	for _, v := range strs("verbs") {
-		if v == "escalate" || v == "bind" || v == "impersonate" {
-			return "grants the verb " + v
-		}
-	}
-	return ""
-}
 
 func asList(v any) []any { l, _ := v.([]any); return l }
 
@@ -56,7 +24,7 @@ func TestForbiddenGrantCatchesBadRules(t *testing.T) {
 		{"verbs": []any{"impersonate"}, "apiGroups": []any{""}, "resources": []any{"users"}},
 		{"verbs": []any{"bind", "escalate"}, "apiGroups": []any{"rbac.authorization.k8s.io"}, "resources": []any{"clusterroles"}},
 	} {
-		if forbiddenGrant(bad) == "" {
+		if ForbiddenGrant(bad) == "" {
 			t.Errorf("rule %v was not flagged", bad)
 		}
 	}
@@ -93,7 +61,7 @@ func TestGoldenRolesAreLeastPrivilege(t *testing.T) {
 			}
 			roles++
 			for _, r := range asList(doc["rules"]) {
-				if why := forbiddenGrant(r.(map[string]any)); why != "" {
+				if why := ForbiddenGrant(r.(map[string]any)); why != "" {
 					t.Errorf("%s: %s %v: %s", filepath.Base(f), doc["kind"], doc["metadata"], why)
 				}
 			}

@@ -1,0 +1,420 @@
+package validate
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// Checks is the table of every check, in the order they run and print.
+func Checks() []Check {
+	return []Check{
+		{"spec-loads", "offline", checkSpecLoads},
+		{"eksa-spec-clean", "offline", checkEKSASpecClean},
+		{"kubernetes-version", "offline", checkKubernetesVersion},
+		{"capi-contract", "offline", checkCAPIContract},
+		{"flags-exist", "offline", checkFlagsExist},
+		{"feature-gates", "offline", checkFeatureGates},
+		{"extra-args-unique", "offline", checkExtraArgsUnique},
+		{"bottlerocket", "offline", checkBottlerocket},
+		{"external-etcd", "offline", checkExternalEtcd},
+		{"insecure-endpoints", "offline", checkInsecure},
+		{"cis-bind-address", "offline", checkCIS},
+		{"rbac-least-privilege", "offline", checkRBAC},
+		{"upgrade-diff", "upgrade", checkUpgradeDiff},
+		{"drift", "online", checkDrift},
+		{"scraper-identities", "online", checkScrapers},
+		{"prometheus-operator-crds", "online", checkCRDs},
+		{"cluster-not-paused", "online", checkNotPaused},
+		{"eksa-controller-auth", "online", checkEKSAControllerAuth},
+	}
+}
+
+func checkSpecLoads(_ context.Context, in *Input) Result {
+	switch {
+	case in.LoadErr != nil:
+		return Result{Status: Fail, Message: "the spec does not load", Details: problems(in.LoadErr), Remediation: "fix each problem at the file:line given; docs/reference.md describes every field"}
+	case in.RenderErr != nil:
+		return Result{Status: Fail, Message: "the metrics section is invalid", Details: problems(in.RenderErr), Remediation: "fix each problem at the file:line given; docs/reference.md describes every field"}
+	}
+	return pass("%s loads strictly; %d objects render", in.Path, len(in.Result.Objects))
+}
+
+// The file handed to eksctl anywhere must be the spec without the section.
+func checkEKSASpecClean(_ context.Context, in *Input) Result {
+	clean := in.Result.ClusterYAML
+	f, err := spec.Load(in.Path, strings.NewReader(string(clean)))
+	if err == nil {
+		return Result{Status: Fail, Message: "cluster.yaml still holds a metrics section", Details: []string{fmt.Sprintf("%s loaded with a %s", in.Path, f.Form)}, Remediation: "report this as a bug"}
+	}
+	if !strings.Contains(err.Error(), "no metrics section") {
+		return Result{Status: Fail, Message: "the EKS-A spec without the metrics section does not load", Details: problems(err), Remediation: "fix the EKS-A documents at the lines given"}
+	}
+	msg := "the EKS-A documents load without the metrics section"
+	if in.File.Form == spec.FormInline {
+		return Result{Status: Warn, Message: msg + "; the section is inline, so eksctl anywhere (strict) refuses this file as it is",
+			Remediation: "give eksctl anywhere the cluster.yaml that generate -o kustomize writes, or move the section into a MetricsConfig document"}
+	}
+	return pass("%s (a MetricsConfig document, which eksctl anywhere ignores)", msg)
+}
+
+func checkKubernetesVersion(_ context.Context, in *Input) Result {
+	v := in.Result.Config.KubeVersion
+	return pass("Kubernetes %s is within %s to %s", v, spec.MinKube, spec.MaxKube)
+}
+
+func checkCAPIContract(_ context.Context, in *Input) Result {
+	c := in.Result.Config
+	if c.EKSAVersion == nil {
+		return Result{Status: Warn, Message: fmt.Sprintf("no spec.eksaVersion: rendering for CAPI %s", c.CAPIVersion),
+			Remediation: "set spec.eksaVersion (v0.25 and later use v1beta2, older v1beta1), or pass --capi-api-version to match the management cluster"}
+	}
+	want := spec.CAPIv1beta2
+	if c.EKSAVersion.Less(spec.EKSAv1beta2) {
+		want = spec.CAPIv1beta1
+	}
+	if c.CAPIVersion != want {
+		return Result{Status: Fail, Message: fmt.Sprintf("EKS-A %s uses KubeadmControlPlane %s, rendering for %s", c.EKSAVersion, want, c.CAPIVersion), Remediation: "drop --capi-api-version; eksaVersion decides"}
+	}
+	return pass("EKS-A %s: KubeadmControlPlane %s (extraArgs as %s)", c.EKSAVersion, want, map[string]string{spec.CAPIv1beta1: "maps", spec.CAPIv1beta2: "name/value lists"}[want])
+}
+
+func checkFlagsExist(_ context.Context, in *Input) Result {
+	minor := in.Result.Config.KubeVersion.Minor
+	var bad []string
+	for _, it := range in.Result.Change.Items {
+		if !FlagKnown(it.Component, it.Name, minor) {
+			bad = append(bad, fmt.Sprintf("%s --%s", it.Component, it.Name))
+		}
+	}
+	if len(bad) > 0 {
+		return Result{Status: Fail, Message: fmt.Sprintf("Kubernetes 1.%d does not know flags eksa-metrics renders", minor), Details: bad,
+			Remediation: "the component would not start and the rollout would stall; report this with the spec"}
+	}
+	return pass("every rendered flag exists in Kubernetes 1.%d (%d items)", minor, len(in.Result.Change.Items))
+}
+
+func checkFeatureGates(_ context.Context, in *Input) Result {
+	c := in.Result.Config
+	minor := c.KubeVersion.Minor
+	var bad, missing []string
+	set := map[kubeadm.Component]map[string]bool{}
+	for _, it := range in.Result.Change.Items {
+		if it.Name != kubeadm.FeatureGates {
+			continue
+		}
+		if set[it.Component] == nil {
+			set[it.Component] = map[string]bool{}
+		}
+		for _, kv := range strings.Split(it.Value, ",") {
+			name, _, _ := strings.Cut(kv, "=")
+			set[it.Component][name] = set[it.Component][name] || !it.Merged // a merged item is not applied
+			if !GateKnown(it.Component, name, minor) {
+				bad = append(bad, fmt.Sprintf("%s: %s does not exist in 1.%d", it.Component, name, minor))
+			}
+		}
+	}
+	if c.KubeVersion.ZPageGatesNeeded() {
+		for _, x := range []struct {
+			on   bool
+			comp kubeadm.Component
+		}{{c.APIServer, kubeadm.APIServer}, {c.ControllerManager, kubeadm.ControllerManager}, {c.Scheduler, kubeadm.Scheduler}} {
+			for gate, want := range map[string]bool{kubeadm.GateStatusz: c.Statusz, kubeadm.GateFlagz: c.Flagz} {
+				if x.on && want && !set[x.comp][gate] {
+					missing = append(missing, fmt.Sprintf("%s: %s", x.comp, gate))
+				}
+			}
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		return Result{Status: Fail, Message: "feature gates the target version refuses", Details: bad, Remediation: "the component would not start; turn z-pages off or change kubernetesVersion"}
+	case len(missing) > 0:
+		return Result{Status: Warn, Message: fmt.Sprintf("z-pages are on but Kubernetes 1.%d needs gates that are not rendered", minor), Details: missing,
+			Remediation: "these z-pages stay off on this version (generate explains why: EKS-A owns that feature-gates item)"}
+	}
+	return pass("feature gates fit Kubernetes 1.%d", minor)
+}
+
+func checkExtraArgsUnique(_ context.Context, in *Input) Result {
+	c := in.Result.Config
+	defaults := kubeadm.EKSADefaults(c)
+	var dup []string
+	for _, comp := range kubeadm.Components {
+		names := map[string]int{}
+		for _, a := range defaults[comp] {
+			names[a.Name]++
+		}
+		for _, a := range in.Result.Change.Args(comp) {
+			if _, eksa := names[a.Name]; eksa && a.Name != kubeadm.FeatureGates {
+				dup = append(dup, fmt.Sprintf("%s --%s is rendered by EKS-A too", comp, a.Name))
+			}
+		}
+	}
+	if len(dup) > 0 {
+		return Result{Status: Fail, Message: "extraArgs names would repeat (the v1beta2 CRD refuses duplicates)", Details: dup, Remediation: "report this with the spec"}
+	}
+	return pass("merged with what EKS-A renders for %s, every extraArgs name is unique", c.Provider)
+}
+
+func checkBottlerocket(_ context.Context, in *Input) Result {
+	c := in.Result.Config
+	if !c.Bottlerocket() {
+		return pass("the control plane is not Bottlerocket")
+	}
+	return pass("Bottlerocket: only extraArgs are rendered (no kubeadm patch files, which Bottlerocket does not run); kubeconfig paths are the ones EKS-A mounts")
+}
+
+func checkExternalEtcd(_ context.Context, in *Input) Result {
+	c := in.Result.Config
+	if !c.ExternalEtcd {
+		return pass("stacked etcd")
+	}
+	for _, it := range in.Result.Change.Items {
+		if it.Component == kubeadm.Etcd {
+			return Result{Status: Fail, Message: "etcd arguments rendered for an external etcd", Remediation: "report this with the spec"}
+		}
+	}
+	if c.ExternalEtcdScrape {
+		return Result{Status: Warn, Message: "external etcd is not changed; its metrics need an etcd client certificate on https://<etcd IP>:2379", Remediation: "mount an etcd client certificate into Prometheus (see the commented job in scrape-configs.yaml)"}
+	}
+	return pass("external etcd, not scraped")
+}
+
+func checkInsecure(_ context.Context, in *Input) Result {
+	c := in.Result.Config
+	if c.Exposure == spec.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
+		return Result{Status: Warn, Message: "etcd and/or kube-proxy metrics are plain HTTP without authentication on every node address (allowInsecure)",
+			Remediation: "restrict ports 2381 and 10249 with a host firewall or security groups, or use exposure: proxy"}
+	}
+	return pass("no plain-HTTP endpoint leaves loopback")
+}
+
+func checkCIS(_ context.Context, in *Input) Result {
+	for _, it := range in.Result.Change.Items {
+		if it.Name == "bind-address" && it.Value == "0.0.0.0" {
+			return Result{Status: Warn, Message: "bind-address=0.0.0.0 on kube-controller-manager and/or kube-scheduler deviates from CIS 1.3.7 / 1.4.2 (authentication and authorization stay delegated)",
+				Remediation: "accept the deviation in your CIS report, or use exposure: proxy"}
+		}
+	}
+	return pass("bind-address stays 127.0.0.1")
+}
+
+func checkRBAC(_ context.Context, in *Input) Result {
+	var bad []string
+	n := 0
+	for _, o := range in.Result.Objects {
+		if o.Kind() != "ClusterRole" && o.Kind() != "Role" {
+			continue
+		}
+		rules, _ := o.Object["rules"].([]any)
+		for _, r := range rules {
+			n++
+			if m, ok := r.(map[string]any); ok {
+				if why := ForbiddenGrant(m); why != "" {
+					bad = append(bad, o.String()+": "+why)
+				}
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return Result{Status: Fail, Message: "a rendered role grants more than metrics", Details: bad, Remediation: "report this with the spec"}
+	}
+	return pass("%d rules: no wildcard, nodes/proxy, secrets, escalate, bind or impersonate", n)
+}
+
+func checkUpgradeDiff(_ context.Context, in *Input) Result {
+	if in.OldErr != nil {
+		return Result{Status: Error, Message: "the --from spec does not render", Details: problems(in.OldErr), Remediation: "check the --from path (the base branch's file)"}
+	}
+	old, cur := index(in.Old), index(in.Result)
+	var details []string
+	rolls, restarts := false, false
+	for _, k := range sortedKeys(cur) {
+		o, ok := old[k]
+		switch {
+		case !ok:
+			details = append(details, "added: "+k)
+		case !reflect.DeepEqual(o.Object, cur[k].Object):
+			details = append(details, "changed: "+k)
+		default:
+			continue
+		}
+		if cur[k].Kind() == "KubeadmControlPlane" {
+			rolls = true
+		}
+		if cur[k].Kind() == "DaemonSet" {
+			restarts = true
+		}
+	}
+	for _, k := range sortedKeys(old) {
+		if _, ok := cur[k]; !ok {
+			details = append(details, "no longer rendered (delete it after the upgrade): "+k)
+			if old[k].Kind() == "KubeadmControlPlane" {
+				rolls = true
+			}
+		}
+	}
+	oldItems := map[string]string{}
+	for _, it := range in.Old.Change.Items {
+		oldItems[string(it.Component)+" --"+it.Name] = it.Value
+	}
+	for _, it := range in.Result.Change.Items {
+		delete(oldItems, string(it.Component)+" --"+it.Name)
+	}
+	for _, k := range sortedKeys(oldItems) {
+		details = append(details, fmt.Sprintf("dropped control-plane setting: %s=%s", k, oldItems[k]))
+	}
+	oc, nc := in.Old.Config, in.Result.Config
+	if oc.KubeVersion != nc.KubeVersion || oc.CAPIVersion != nc.CAPIVersion || !reflect.DeepEqual(oc.EKSAVersion, nc.EKSAVersion) {
+		details = append(details, fmt.Sprintf("after eksctl anywhere upgrade (Kubernetes %s -> %s, CAPI %s -> %s), re-run eksa-metrics apply: EKS-A re-renders the KubeadmControlPlane and management components",
+			oc.KubeVersion, nc.KubeVersion, oc.CAPIVersion, nc.CAPIVersion))
+	}
+	if len(details) == 0 {
+		return pass("nothing rendered changes between %s and %s", in.OldPath, in.Path)
+	}
+	msg := fmt.Sprintf("%d differences between %s and %s", len(details), in.OldPath, in.Path)
+	if rolls {
+		msg += "; the KubeadmControlPlane changes: every control-plane machine is replaced"
+	}
+	if restarts {
+		msg += "; proxy DaemonSets restart"
+	}
+	st := Pass
+	if rolls {
+		st = Warn
+	}
+	return Result{Status: st, Message: msg, Details: details, Remediation: "plan the rollout; apply with --allow-control-plane-rollout after the upgrade"}
+}
+
+func index(r *render.Result) map[string]render.Object {
+	m := map[string]render.Object{}
+	for _, o := range r.Objects {
+		m[string(o.Target)+" "+o.String()] = o
+	}
+	return m
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func checkDrift(ctx context.Context, in *Input) Result {
+	a := &cluster.Applier{Management: in.Management, Workload: in.Workload, Result: in.Result}
+	steps, err := a.Plan(ctx)
+	if err != nil {
+		return Result{Status: Error, Message: "could not read the live objects", Details: []string{err.Error()}}
+	}
+	var drift []string
+	for _, s := range steps {
+		if s.Action == cluster.Unchanged {
+			continue
+		}
+		if s.Action == cluster.Create {
+			drift = append(drift, fmt.Sprintf("%s is missing from the %s", s.Name(), s.Cluster))
+			continue
+		}
+		for _, d := range s.Diff {
+			drift = append(drift, fmt.Sprintf("%s (%s): %s", s.Name(), s.Cluster, d))
+		}
+	}
+	if len(drift) > 0 {
+		return Result{Status: Fail, Message: fmt.Sprintf("the live clusters differ from the spec in %d places", len(drift)), Details: drift,
+			Remediation: "run eksa-metrics apply (after an eksctl anywhere upgrade this is expected), or find who changed them"}
+	}
+	return pass("%d objects match the spec, owned by field manager %s", len(steps), cluster.FieldManager)
+}
+
+func checkScrapers(ctx context.Context, in *Input) Result {
+	var missing []string
+	for _, s := range in.Result.Config.Scrapers {
+		if s.Kind != spec.ScraperServiceAccount {
+			continue
+		}
+		_, err := in.Workload.Core.CoreV1().ServiceAccounts(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, fmt.Sprintf("ServiceAccount %s/%s", s.Namespace, s.Name))
+		} else if err != nil {
+			return Result{Status: Error, Message: "could not read the scraper ServiceAccounts", Details: []string{err.Error()}}
+		}
+	}
+	if len(missing) > 0 {
+		return Result{Status: Fail, Message: "scraper identities do not exist in the workload cluster", Details: missing, Remediation: "install the monitoring stack first, or fix spec.scrapers"}
+	}
+	return pass("every ServiceAccount scraper exists (User and Group scrapers cannot be looked up)")
+}
+
+func checkCRDs(ctx context.Context, in *Input) Result {
+	if !in.Result.Config.ServiceMonitors {
+		return pass("no ServiceMonitors are rendered")
+	}
+	_, err := in.Workload.Core.Discovery().ServerResourcesForGroupVersion("monitoring.coreos.com/v1")
+	if err != nil {
+		return Result{Status: Fail, Message: "the workload cluster has no ServiceMonitor API (monitoring.coreos.com/v1)", Details: []string{err.Error()},
+			Remediation: "install prometheus-operator (kube-prometheus or kube-prometheus-stack), or set scrapeConfig.serviceMonitors: false"}
+	}
+	return pass("monitoring.coreos.com/v1 is served")
+}
+
+func checkNotPaused(ctx context.Context, in *Input) Result {
+	_, err := in.Management.Core.Discovery().ServerResourcesForGroupVersion("anywhere.eks.amazonaws.com/v1alpha1")
+	if err != nil {
+		return Result{Status: Skipped, Message: "the management cluster serves no anywhere.eks.amazonaws.com API (not an EKS-A management cluster?)"}
+	}
+	name := in.Result.Config.ClusterName
+	ns := in.File.Cluster.Metadata.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	raw, err := in.Management.Core.Discovery().RESTClient().Get().AbsPath("/apis/anywhere.eks.amazonaws.com/v1alpha1/namespaces", ns, "clusters", name).DoRaw(ctx)
+	if err != nil {
+		return Result{Status: Error, Message: fmt.Sprintf("could not read EKS-A Cluster %s/%s", ns, name), Details: []string{err.Error()}}
+	}
+	if strings.Contains(string(raw), `"anywhere.eks.amazonaws.com/paused":"true"`) {
+		return Result{Status: Fail, Message: fmt.Sprintf("EKS-A Cluster %s/%s is paused", ns, name), Remediation: "EKS-A will not reconcile or upgrade it; remove the anywhere.eks.amazonaws.com/paused annotation first"}
+	}
+	return pass("EKS-A Cluster %s/%s is not paused", ns, name)
+}
+
+func checkEKSAControllerAuth(ctx context.Context, in *Input) Result {
+	if !in.Result.Config.Management {
+		return pass("a workload cluster: eksa-controller-manager runs on the management cluster")
+	}
+	user := "system:serviceaccount:eksa-system:eksa-controller-manager"
+	var missing []string
+	for _, r := range []authorizationv1.ResourceAttributes{
+		{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
+		{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
+	} {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:eksa-system"}, ResourceAttributes: &r}}
+		res, err := in.Management.Core.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			return Result{Status: Error, Message: "could not ask the API server (SubjectAccessReview)", Details: []string{err.Error()}}
+		}
+		if !res.Status.Allowed {
+			missing = append(missing, r.Verb+" "+r.Resource+"."+r.Group)
+		}
+	}
+	if len(missing) > 0 {
+		return Result{Status: Warn, Message: "eksa-controller-manager cannot authenticate scrapers of its secure metrics endpoint (EKS-A >= v0.25 dropped these rules)", Details: missing,
+			Remediation: "bind ServiceAccount eksa-system/eksa-controller-manager to system:auth-delegator (management-component support renders this)"}
+	}
+	return pass("eksa-controller-manager may create tokenreviews and subjectaccessreviews")
+}

@@ -1,0 +1,120 @@
+package validate
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteText writes one line per check in EKS Anywhere's style (a mark, the
+// name, the message), with details and the remediation under a problem.
+func WriteText(w io.Writer, results []Result) error {
+	marks := map[Status]string{Pass: "✅", Warn: "⚠️ ", Fail: "❌", Skipped: "⏭️ ", Error: "❗"}
+	for _, r := range results {
+		fmt.Fprintf(w, "%s %s: %s\n", marks[r.Status], r.Name, r.Message)
+		if r.Status == Pass || r.Status == Skipped {
+			continue
+		}
+		for _, d := range r.Details {
+			fmt.Fprintf(w, "      %s\n", d)
+		}
+		if r.Remediation != "" {
+			fmt.Fprintf(w, "      remediation: %s\n", r.Remediation)
+		}
+	}
+	s := Summary(results)
+	_, err := fmt.Fprintf(w, "%d passed, %d warnings, %d failed, %d skipped, %d could not run\n", s[Pass], s[Warn], s[Fail], s[Skipped], s[Error])
+	return err
+}
+
+// JSONReport is the stable JSON schema of -o json.
+type JSONReport struct {
+	APIVersion string         `json:"apiVersion"` // eksa-metrics.validate/v1
+	Results    []Result       `json:"results"`
+	Summary    map[Status]int `json:"summary"`
+}
+
+// WriteJSON writes the results as a JSONReport.
+func WriteJSON(w io.Writer, results []Result) error {
+	b, err := json.MarshalIndent(JSONReport{APIVersion: "eksa-metrics.validate/v1", Results: results, Summary: Summary(results)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// JUnit XML, as Jenkins, GitLab and the GitHub Actions test reporters read it.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Skipped   int         `xml:"skipped,attr"`
+	TestCases []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitProblem `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the results as JUnit XML; a warning is a passing test
+// case with its message in system-out.
+func WriteJUnit(w io.Writer, suite string, results []Result) error {
+	s := Summary(results)
+	js := junitSuite{Name: suite, Tests: len(results), Failures: s[Fail], Errors: s[Error], Skipped: s[Skipped]}
+	for _, r := range results {
+		body := strings.Join(r.Details, "\n")
+		if r.Remediation != "" {
+			body = strings.TrimSpace(body + "\nremediation: " + r.Remediation)
+		}
+		c := junitCase{Name: r.Name, ClassName: "eksa-metrics.validate"}
+		switch r.Status {
+		case Fail:
+			c.Failure = &junitProblem{Message: r.Message, Type: "fail", Text: body}
+		case Error:
+			c.Error = &junitProblem{Message: r.Message, Type: "error", Text: body}
+		case Skipped:
+			c.Skipped = &junitProblem{Message: r.Message}
+		case Warn:
+			c.SystemOut = "WARNING: " + r.Message + "\n" + body
+		default:
+			c.SystemOut = r.Message
+		}
+		js.TestCases = append(js.TestCases, c)
+	}
+	doc := junitSuites{Name: "eksa-metrics validate", Tests: js.Tests, Failures: js.Failures, Errors: js.Errors, Skipped: js.Skipped, Suites: []junitSuite{js}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

@@ -1,0 +1,109 @@
+// Package validate runs named pre-upgrade checks over a cluster spec: offline
+// (the spec, versions, flags, RBAC), against an older spec (the upgrade
+// diff), and online against live clusters (drift, ownership, identities).
+package validate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// Status of one check.
+type Status string
+
+const (
+	Pass    Status = "pass"
+	Warn    Status = "warn"
+	Fail    Status = "fail"
+	Skipped Status = "skipped"
+	// Error means the check could not run (a cluster did not answer).
+	Error Status = "error"
+)
+
+// Result is one check's outcome.
+type Result struct {
+	Name        string   `json:"name"`
+	Status      Status   `json:"status"`
+	Message     string   `json:"message"`
+	Remediation string   `json:"remediation,omitempty"`
+	Details     []string `json:"details,omitempty"`
+}
+
+// Input is what the checks look at.
+type Input struct {
+	Path      string
+	File      *spec.File // nil when loading failed
+	LoadErr   error
+	Result    *render.Result // nil when loading or validation failed
+	RenderErr error
+	// Old is the --from spec's render, for the upgrade checks.
+	Old     *render.Result
+	OldPath string
+	OldErr  error
+	// Clusters, for the online checks (nil offline).
+	Management *cluster.Cluster
+	Workload   *cluster.Cluster
+}
+
+// Check is one named check.
+type Check struct {
+	Name string
+	// Kind says when it runs: "offline", "upgrade" (needs --from) or
+	// "online" (needs --kubeconfig).
+	Kind string
+	Run  func(ctx context.Context, in *Input) Result
+}
+
+// Run runs every check, skipping those named in skip and those whose inputs
+// are missing, and returns one result per check in table order.
+func Run(ctx context.Context, in *Input, skip map[string]bool) []Result {
+	var out []Result
+	for _, c := range Checks() {
+		var r Result
+		switch {
+		case skip[c.Name]:
+			r = Result{Status: Skipped, Message: "skipped with --skip"}
+		case c.Kind == "upgrade" && in.Old == nil && in.OldErr == nil:
+			r = Result{Status: Skipped, Message: "no --from spec to compare with"}
+		case c.Kind == "online" && in.Management == nil:
+			r = Result{Status: Skipped, Message: "offline: pass --kubeconfig to check the live clusters"}
+		case c.Name != "spec-loads" && in.Result == nil && c.Kind != "upgrade":
+			r = Result{Status: Skipped, Message: "the spec does not load (see spec-loads)"}
+		default:
+			r = c.Run(ctx, in)
+		}
+		r.Name = c.Name
+		out = append(out, r)
+	}
+	return out
+}
+
+// Summary counts results by status.
+func Summary(results []Result) map[Status]int {
+	m := map[Status]int{}
+	for _, r := range results {
+		m[r.Status]++
+	}
+	return m
+}
+
+func pass(msg string, args ...any) Result {
+	return Result{Status: Pass, Message: fmt.Sprintf(msg, args...)}
+}
+
+func problems(err error) []string {
+	var inv *spec.InvalidError
+	if errors.As(err, &inv) {
+		out := make([]string, len(inv.Problems))
+		for i, p := range inv.Problems {
+			out[i] = p.String()
+		}
+		return out
+	}
+	return []string{err.Error()}
+}

@@ -1,0 +1,240 @@
+package validate
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+func example(name string) string {
+	return filepath.Join(testutil.RepoRoot(), "examples", name+".yaml")
+}
+
+// input loads a spec the way the command does.
+func input(t *testing.T, path string, opts spec.Options, edit func(string) string) *Input {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	if edit != nil {
+		text = edit(text)
+	}
+	in := &Input{Path: filepath.Base(path)}
+	in.File, in.LoadErr = spec.Load(in.Path, strings.NewReader(text))
+	if in.LoadErr == nil {
+		in.Result, in.RenderErr = render.Render(in.File, opts)
+	}
+	return in
+}
+
+func result(t *testing.T, in *Input, name string) Result {
+	t.Helper()
+	for _, r := range Run(context.Background(), in, nil) {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no check %s", name)
+	return Result{}
+}
+
+func replace(old, new string) func(string) string {
+	return func(s string) string {
+		if !strings.Contains(s, old) {
+			panic("test edit does not apply: " + old)
+		}
+		return strings.Replace(s, old, new, 1)
+	}
+}
+
+// Every check, passing and not passing.
+func TestChecks(t *testing.T) {
+	vsphere, docker, bottlerocket := example("vsphere-management"), example("docker-bindaddress"), example("bottlerocket-workload")
+	injectItem := func(comp kubeadm.Component, name, value string) func(*Input) {
+		return func(in *Input) {
+			in.Result.Change.Items = append(in.Result.Change.Items, kubeadm.Item{Component: comp, Arg: kubeadm.Arg{Name: name, Value: value}})
+		}
+	}
+	for _, tc := range []struct {
+		name, check string
+		path        string
+		opts        spec.Options
+		edit        func(string) string
+		mutate      func(*Input)
+		want        Status
+		contains    string
+	}{
+		{name: "loads", check: "spec-loads", path: vsphere, want: Pass},
+		{name: "does not load", check: "spec-loads", path: vsphere, edit: replace("exposure: proxy", "exposure: sideways"), want: Fail, contains: "spec.exposure"},
+		{name: "malformed", check: "spec-loads", path: vsphere, edit: replace("scrapers:", "scrapers: ["), want: Fail},
+		{name: "document form", check: "eksa-spec-clean", path: vsphere, want: Pass},
+		{name: "inline form", check: "eksa-spec-clean", path: bottlerocket, want: Warn, contains: "inline"},
+		{name: "section left in", check: "eksa-spec-clean", path: vsphere, mutate: func(in *Input) { in.Result.ClusterYAML = in.File.Raw }, want: Fail},
+		{name: "supported version", check: "kubernetes-version", path: docker, want: Pass},
+		{name: "unsupported version is skipped behind spec-loads", check: "kubernetes-version", path: docker, edit: replace(`"1.34"`, `"1.27"`), want: Skipped},
+		{name: "contract from eksaVersion", check: "capi-contract", path: vsphere, want: Pass},
+		{name: "no eksaVersion", check: "capi-contract", path: vsphere, edit: replace("  eksaVersion: v0.26.1\n", ""), want: Warn},
+		{name: "flag contradicts eksaVersion", check: "capi-contract", path: vsphere, opts: spec.Options{CAPIAPIVersion: spec.CAPIv1beta1},
+			mutate: func(in *Input) { in.Result.Config.CAPIVersion = spec.CAPIv1beta1 }, want: Fail},
+		{name: "known flags", check: "flags-exist", path: docker, want: Pass},
+		{name: "unknown flag", check: "flags-exist", path: docker, mutate: injectItem(kubeadm.Scheduler, "secure-metrics", "true"), want: Fail, contains: "scheduler --secure-metrics"},
+		{name: "gates fit", check: "feature-gates", path: docker, want: Pass},
+		{name: "gate too new", check: "feature-gates", path: docker, mutate: func(in *Input) {
+			in.Result.Config.KubeVersion.Minor = 32
+		}, want: Fail, contains: "controllerManager: ComponentFlagz does not exist in 1.32"},
+		{name: "gate left out next to EKS-A's", check: "feature-gates", path: bottlerocket, want: Warn, contains: "apiServer: ComponentStatusz"},
+		{name: "unique names", check: "extra-args-unique", path: docker, want: Pass},
+		{name: "name EKS-A renders", check: "extra-args-unique", path: docker, mutate: injectItem(kubeadm.ControllerManager, "profiling", "true"), want: Fail, contains: "--profiling"},
+		{name: "ubuntu", check: "bottlerocket", path: vsphere, want: Pass},
+		{name: "bottlerocket", check: "bottlerocket", path: bottlerocket, want: Pass, contains: "Bottlerocket"},
+		{name: "stacked", check: "external-etcd", path: docker, want: Pass},
+		{name: "external", check: "external-etcd", path: vsphere, edit: replace("  datacenterRef:", "  externalEtcdConfiguration: {count: 3}\n  datacenterRef:"), want: Warn, contains: "2379"},
+		{name: "etcd args with external etcd", check: "external-etcd", path: vsphere, edit: replace("  datacenterRef:", "  externalEtcdConfiguration: {count: 3}\n  datacenterRef:"),
+			mutate: injectItem(kubeadm.Etcd, "metrics", "extensive"), want: Fail},
+		{name: "secure", check: "insecure-endpoints", path: vsphere, want: Pass},
+		{name: "allowInsecure", check: "insecure-endpoints", path: docker, want: Warn},
+		{name: "loopback", check: "cis-bind-address", path: vsphere, want: Pass},
+		{name: "0.0.0.0", check: "cis-bind-address", path: docker, want: Warn, contains: "CIS"},
+		{name: "least privilege", check: "rbac-least-privilege", path: docker, want: Pass},
+		{name: "wildcard", check: "rbac-least-privilege", path: docker, mutate: func(in *Input) {
+			for _, o := range in.Result.Objects {
+				if o.Kind() == "ClusterRole" {
+					o.Object["rules"] = append(o.Object["rules"].([]any), map[string]any{"verbs": []any{"get"}, "resources": []any{"nodes/proxy"}, "apiGroups": []any{""}})
+				}
+			}
+		}, want: Fail, contains: "nodes/proxy"},
+	} {
+		t.Run(tc.check+"/"+tc.name, func(t *testing.T) {
+			in := input(t, tc.path, tc.opts, tc.edit)
+			if tc.mutate != nil {
+				tc.mutate(in)
+			}
+			r := result(t, in, tc.check)
+			all := r.Message + " " + strings.Join(r.Details, " ")
+			if r.Status != tc.want || !strings.Contains(all, tc.contains) {
+				t.Fatalf("%s: %s %q %v (want %s containing %q)", tc.check, r.Status, r.Message, r.Details, tc.want, tc.contains)
+			}
+			if r.Status == Fail || r.Status == Warn {
+				if r.Remediation == "" {
+					t.Errorf("a %s result needs a remediation", r.Status)
+				}
+			}
+		})
+	}
+}
+
+// The upgrade diff over pairs of old and new specs, as in a pull request.
+func TestUpgradeDiff(t *testing.T) {
+	docker := example("docker-bindaddress")
+	proxy := func(s string) string {
+		return strings.Replace(strings.Replace(s, "exposure: bindAddress", "exposure: proxy", 1), "allowInsecure: true", "allowInsecure: false", 1)
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new func(string) string
+		want     Status
+		contains []string
+	}{
+		{"no change", nil, nil, Pass, []string{"nothing rendered changes"}},
+		{"1.34 -> 1.35", nil, replace(`"1.34"`, `"1.35"`), Pass, []string{"re-run eksa-metrics apply", "Kubernetes 1.34 -> 1.35"}},
+		{"1.35 -> 1.36: the z-page gates go", replace(`"1.34"`, `"1.35"`), replace(`"1.34"`, `"1.36"`), Warn,
+			[]string{"changed: management KubeadmControlPlane eksa-system/dev", "dropped control-plane setting: apiServer --feature-gates=ComponentFlagz=true,ComponentStatusz=true", "every control-plane machine"}},
+		{"eksaVersion v0.24 -> v0.25", replace("v0.26.1", "v0.24.6"), replace("v0.26.1", "v0.25.0"), Warn,
+			[]string{"CAPI v1beta1 -> v1beta2", "changed: management KubeadmControlPlane eksa-system/dev", "every control-plane machine"}},
+		{"bindAddress -> proxy", nil, proxy, Warn,
+			[]string{"added: workload DaemonSet kube-system/eksa-metrics-control-plane-proxy", "dropped control-plane setting: controllerManager --bind-address=0.0.0.0", "proxy DaemonSets restart"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(t, docker, spec.Options{}, tc.new)
+			old := input(t, docker, spec.Options{}, tc.old)
+			if old.Result == nil || in.Result == nil {
+				t.Fatalf("inputs do not render: %v %v %v %v", old.LoadErr, old.RenderErr, in.LoadErr, in.RenderErr)
+			}
+			in.Old, in.OldPath = old.Result, "base/"+old.Path
+			r := result(t, in, "upgrade-diff")
+			all := r.Message + "\n" + strings.Join(r.Details, "\n")
+			if r.Status != tc.want {
+				t.Errorf("status %s, want %s:\n%s", r.Status, tc.want, all)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(all, c) {
+					t.Errorf("missing %q in:\n%s", c, all)
+				}
+			}
+		})
+	}
+}
+
+func TestOnlineChecksAreSkippedOffline(t *testing.T) {
+	for _, r := range Run(context.Background(), input(t, example("vsphere-management"), spec.Options{}, nil), map[string]bool{"cis-bind-address": true}) {
+		for _, c := range Checks() {
+			if c.Name == r.Name && (c.Kind == "online" || c.Kind == "upgrade" || c.Name == "cis-bind-address") && r.Status != Skipped {
+				t.Errorf("%s: %s, want skipped", r.Name, r.Status)
+			}
+		}
+	}
+}
+
+// The JUnit output decodes as JUnit XML (testsuites > testsuite > testcase
+// with failure/error/skipped children) with consistent counts.
+func TestJUnit(t *testing.T) {
+	results := []Result{
+		{Name: "a", Status: Pass, Message: "ok"},
+		{Name: "b", Status: Fail, Message: "broken <&>", Details: []string{"x"}, Remediation: "fix it"},
+		{Name: "c", Status: Warn, Message: "hmm"},
+		{Name: "d", Status: Skipped, Message: "offline"},
+		{Name: "e", Status: Error, Message: "could not run"},
+	}
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, "suite", results); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XMLName  xml.Name `xml:"testsuites"`
+		Tests    int      `xml:"tests,attr"`
+		Failures int      `xml:"failures,attr"`
+		Errors   int      `xml:"errors,attr"`
+		Skipped  int      `xml:"skipped,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Tests int    `xml:"tests,attr"`
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Class   string `xml:"classname,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+					Text    string `xml:",chardata"`
+				} `xml:"failure"`
+				Error   *struct{} `xml:"error"`
+				Skipped *struct{} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, buf.String())
+	}
+	if doc.Tests != 5 || doc.Failures != 1 || doc.Errors != 1 || doc.Skipped != 1 || len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 5 {
+		t.Fatalf("counts: %+v", doc)
+	}
+	b := doc.Suites[0].Cases[1]
+	if b.Name != "b" || b.Failure == nil || b.Failure.Message != "broken <&>" || !strings.Contains(b.Failure.Text, "remediation: fix it") || b.Class == "" {
+		t.Fatalf("failure case: %+v", b)
+	}
+	if doc.Suites[0].Cases[3].Skipped == nil || doc.Suites[0].Cases[4].Error == nil || doc.Suites[0].Cases[2].Failure != nil {
+		t.Fatalf("skipped/error/warn cases: %+v", doc.Suites[0].Cases)
+	}
+	if !strings.HasPrefix(buf.String(), `<?xml version="1.0" encoding="UTF-8"?>`) {
+		t.Fatal("missing XML header")
+	}
+}
