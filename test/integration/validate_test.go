@@ -1,0 +1,180 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// The flag and feature-gate table validate uses agrees with what the real
+// binaries of the test bed accept (--help), on 1.34 and 1.36.
+func TestVersionTableMatchesRealBinaries(t *testing.T) {
+	binaries := map[kubeadm.Component]string{kubeadm.APIServer: "kube-apiserver", kubeadm.ControllerManager: "kube-controller-manager", kubeadm.Scheduler: "kube-scheduler"}
+	help := func(bin string) string {
+		out, _ := exec.Command(bin, "--help").CombinedOutput() // some print help and exit non-zero
+		return string(out)
+	}
+	checked := 0
+	for _, version := range []string{"v1.34.4", "v1.36.3"} {
+		minor := 34
+		if version == "v1.36.3" {
+			minor = 36
+		}
+		for comp, name := range binaries {
+			h := help(framework.Binary(t, filepath.Join("k8s", version, name)))
+			for flag, since := range validate.Flags()[comp] {
+				if minor >= since {
+					checked++
+					if !regexp.MustCompile(`(?m)^\s+--` + regexp.QuoteMeta(flag) + `\b`).MatchString(h) {
+						t.Errorf("%s %s has no --%s, but the table says it does", name, version, flag)
+					}
+				}
+			}
+			for gate, since := range validate.Gates() {
+				s, ok := since[comp]
+				known := ok && minor >= s
+				if !known {
+					continue
+				}
+				checked++
+				if !gateAccepted(t, framework.Binary(t, filepath.Join("k8s", version, name)), gate) {
+					t.Errorf("%s %s refuses the feature gate %s, but the table says it knows it", name, version, gate)
+				}
+				if gate == kubeadm.GateStatusz || gate == kubeadm.GateFlagz {
+					defaultOn := strings.Contains(h, gate+"=true|false (BETA - default=true)")
+					if want := minor >= 36; defaultOn != want {
+						t.Errorf("%s %s: %s on by default: %t, want %t", name, version, gate, defaultOn, want)
+					}
+				}
+			}
+			if gateAccepted(t, framework.Binary(t, filepath.Join("k8s", version, name)), "NoSuchGateForEksaMetrics") {
+				t.Fatalf("%s %s accepts a made-up gate: the check cannot tell", name, version)
+			}
+		}
+	}
+	h := help(framework.Binary(t, "etcd"))
+	for flag := range validate.Flags()[kubeadm.Etcd] {
+		checked++
+		if !strings.Contains(h, "--"+flag+" ") {
+			t.Errorf("etcd has no --%s", flag)
+		}
+	}
+	t.Logf("%d table entries checked against real --help output", checked)
+}
+
+// gateAccepted starts a binary with only a feature gate set: the gate is
+// parsed with the flags, so an unknown one fails at once. (Deprecated gates
+// such as KMSv1 are accepted but not listed in --help.)
+func gateAccepted(t *testing.T, bin, gate string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, bin, "--feature-gates="+gate+"=true", "--bind-address=127.0.0.1", "--secure-port=0").CombinedOutput()
+	return !strings.Contains(string(out), "unrecognized feature gate")
+}
+
+func runValidate(t *testing.T, args ...string) (int, map[string]validate.Result, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Main(context.Background(), append([]string{"validate", "-o", "json"}, args...), cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	var rep validate.JSONReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("validate -o json (exit %d): %v\n%s\n%s", code, err, out.String(), errOut.String())
+	}
+	m := map[string]validate.Result{}
+	for _, r := range rep.Results {
+		m[r.Name] = r
+	}
+	return code, m, errOut.String()
+}
+
+// The online checks on a real API server: drift made by hand (an item
+// removed from the KubeadmControlPlane, a binding changed) fails with the
+// object and the field named.
+func TestValidateOnline(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	if err := cp.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", spec.CAPIv1beta2)); err != nil {
+		t.Fatal(err)
+	}
+	p := writeSpecVersion(t, "docker", zPagesOn, "1.34", "v0.26.1")
+
+	code, res, _ := runValidate(t, "-f", p, "--kubeconfig", kubeconfig)
+	if code != cli.ExitInvalid || res["drift"].Status != validate.Fail || res["scraper-identities"].Status != validate.Fail {
+		t.Fatalf("before apply: exit %d drift=%+v scrapers=%+v", code, res["drift"], res["scraper-identities"])
+	}
+	if code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
+		t.Fatalf("apply: %d\n%s", code, stderr)
+	}
+	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
+	code, res, _ = runValidate(t, "-f", p, "--kubeconfig", kubeconfig)
+	for name, want := range map[string]validate.Status{"drift": validate.Pass, "scraper-identities": validate.Pass, "prometheus-operator-crds": validate.Pass,
+		"cluster-not-paused": validate.Skipped, "eksa-controller-auth": validate.Warn} {
+		if res[name].Status != want {
+			t.Errorf("%s: %s %q %v, want %s", name, res[name].Status, res[name].Message, res[name].Details, want)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("after apply: exit %d", code)
+	}
+
+	// Drift 1: someone removes an item eksa-metrics owns.
+	live := liveKCP(t, cp, spec.CAPIv1beta2)
+	args := liveArgList(t, live.Object, kubeadm.ControllerManager.Path())
+	idx := -1
+	for i, a := range args {
+		if a.(map[string]any)["name"] == "feature-gates" {
+			idx = i
+		}
+	}
+	patch := `[{"op":"remove","path":"/spec/kubeadmConfigSpec/clusterConfiguration/controllerManager/extraArgs/` + itoa(idx) + `"}]`
+	if _, err := cp.Dynamic.Resource(kcpGVR(spec.CAPIv1beta2)).Namespace("eksa-system").Patch(ctx, "test", types.JSONPatchType, []byte(patch), metav1.PatchOptions{FieldManager: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	// Drift 2: someone changes the reader binding.
+	crb, err := cp.Client.RbacV1().ClusterRoleBindings().Get(ctx, "eksa-metrics-reader", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crb.Subjects[0].Name = "someone-else"
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, res, _ = runValidate(t, "-f", p, "--kubeconfig", kubeconfig)
+	d := strings.Join(res["drift"].Details, "\n")
+	if code != cli.ExitInvalid || res["drift"].Status != validate.Fail ||
+		!strings.Contains(d, "KubeadmControlPlane eksa-system/test (management cluster): spec.kubeadmConfigSpec.clusterConfiguration.controllerManager.extraArgs[name=feature-gates]") ||
+		!strings.Contains(d, "ClusterRoleBinding eksa-metrics-reader (management cluster): subjects") {
+		t.Fatalf("drift: exit %d %+v", code, res["drift"])
+	}
+	t.Logf("drift found:\n%s", d)
+}
+
+func liveArgList(t *testing.T, obj map[string]any, path []string) []any {
+	t.Helper()
+	cur := obj["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)
+	for _, p := range path[:len(path)-1] {
+		cur = cur[p].(map[string]any)
+	}
+	return cur[path[len(path)-1]].([]any)
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
