@@ -190,7 +190,7 @@ func (o *ApplyOptions) confirmRollout(name string, steps []*cluster.Step) error 
 func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 	counts := map[cluster.Action]int{}
 	fmt.Fprintf(w, "Plan for cluster %q:\n", name)
-	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Edit: "~", cluster.Unchanged: "="}
+	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Edit: "~", cluster.Unchanged: "=", cluster.Skip: "-"}
 	for _, s := range steps {
 		counts[s.Action]++
 		line := fmt.Sprintf("  %s %s %s (%s)", marks[s.Action], s.Action, s.Name(), s.Cluster)
@@ -204,5 +204,5 @@ func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "%d to create, %d to change, %d unchanged.\n", counts[cluster.Create], counts[cluster.Update]+counts[cluster.Edit], counts[cluster.Unchanged])
+	fmt.Fprintf(w, "%d to create, %d to change, %d unchanged, %d not installed.\n", counts[cluster.Create], counts[cluster.Update]+counts[cluster.Edit], counts[cluster.Unchanged], counts[cluster.Skip])
 }

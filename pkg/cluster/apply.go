@@ -18,6 +18,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // Applier makes the management and workload clusters match a render result.
@@ -52,6 +53,13 @@ func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 		if s != nil {
 			steps = append(steps, s)
 		}
+	}
+	for _, e := range a.Result.DeploymentEdits {
+		s, err := a.Management.deploymentStep(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, s)
 	}
 	if e := a.Result.KubeProxyEdit; e != nil {
 		s, err := a.Workload.kubeProxyStep(ctx, e.MetricsBindAddress)
@@ -146,6 +154,53 @@ func (c *Cluster) kubeProxyStep(ctx context.Context, addr string) (*Step, error)
 	return s, nil
 }
 
+// deploymentStep plans a management-component Deployment edit. The edit is a
+// read-modify-write (container args are an atomic list), retried on
+// conflict; a Deployment that is not installed is skipped.
+func (c *Cluster) deploymentStep(ctx context.Context, e templates.DeploymentEdit) (*Step, error) {
+	m := e.Component
+	obj := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": m.Deployment, "namespace": m.Namespace}}
+	s := &Step{Cluster: c, Object: obj}
+	d, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		s.Action, s.Rollout = Skip, "not installed"
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s from the %s: %w", e.Name(), c, err)
+	}
+	edited := d.DeepCopy()
+	changed, err := e.Apply(edited)
+	if err != nil {
+		return nil, err
+	}
+	if !changed {
+		s.Action = Unchanged
+		return s, nil
+	}
+	s.Action = Edit
+	s.Diff = diff("spec.template.spec.containers", normalize(d.Spec.Template.Spec.Containers), normalize(edited.Spec.Template.Spec.Containers))
+	s.Rollout = "restarts its pods; eksctl anywhere upgrade management-components replaces it, so apply again afterwards"
+	s.edit = func(ctx context.Context, dryRun bool) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			d, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if changed, err := e.Apply(d); err != nil || !changed {
+				return err
+			}
+			opts := metav1.UpdateOptions{FieldManager: FieldManager}
+			if dryRun {
+				opts.DryRun = []string{metav1.DryRunAll}
+			}
+			_, err = c.Core.AppsV1().Deployments(m.Namespace).Update(ctx, d, opts)
+			return err
+		})
+	}
+	return s, nil
+}
+
 // ExecuteOptions control how steps are sent.
 type ExecuteOptions struct {
 	// DryRun sends every request with dryRun=All: the API server validates
@@ -172,7 +227,7 @@ func (e *ConflictError) Error() string {
 // Execute sends every step that is not unchanged, in order.
 func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOptions) error {
 	for _, s := range steps {
-		if s.Action == Unchanged {
+		if s.Action == Unchanged || s.Action == Skip {
 			continue
 		}
 		if err := s.Cluster.execute(ctx, s, opts); errors.Is(err, errNamespaceDryRun) {
@@ -258,7 +313,7 @@ func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval tim
 		}
 	}
 	for _, s := range ordered {
-		if s.Action == Unchanged {
+		if s.Action == Unchanged || s.Action == Skip {
 			continue
 		}
 		u := unstructured.Unstructured{Object: s.Object}
@@ -266,9 +321,11 @@ func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval tim
 		switch {
 		case u.GetKind() == "DaemonSet":
 			ready = daemonSetReady
+		case u.GetKind() == "Deployment":
+			ready = deploymentReady
 		case u.GetKind() == "KubeadmControlPlane":
 			ready = kcpRolledOut
-		case s.Action == Edit:
+		case s.Action == Edit && u.GetKind() == "ConfigMap":
 			ready, u = daemonSetReady, unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet",
 				"metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace}}}
 		default:
@@ -316,6 +373,13 @@ func daemonSetReady(ds *unstructured.Unstructured) (bool, string) {
 	available := nested(ds, "status", "numberAvailable")
 	observed := nested(ds, "status", "observedGeneration") >= ds.GetGeneration()
 	return observed && updated == desired && available == desired, fmt.Sprintf("%d of %d pods updated and available", min(updated, available), desired)
+}
+
+func deploymentReady(d *unstructured.Unstructured) (bool, string) {
+	replicas := nested(d, "spec", "replicas")
+	updated, available := nested(d, "status", "updatedReplicas"), nested(d, "status", "availableReplicas")
+	observed := nested(d, "status", "observedGeneration") >= d.GetGeneration()
+	return observed && updated == replicas && available == replicas, fmt.Sprintf("%d of %d pods updated, %d available", updated, replicas, available)
 }
 
 func kcpRolledOut(kcp *unstructured.Unstructured) (bool, string) {

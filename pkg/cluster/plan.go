@@ -22,9 +22,12 @@ const (
 	Create    Action = "create"
 	Update    Action = "update"
 	Unchanged Action = "unchanged"
-	// Edit is a read-modify-write of a value server-side apply cannot
-	// express (a field inside the kube-proxy ConfigMap's config.conf).
+	// Edit is a read-modify-write of what server-side apply cannot express
+	// (a field inside the kube-proxy ConfigMap's config.conf, a Deployment's
+	// atomic container args).
 	Edit Action = "edit"
+	// Skip marks an object that is not installed, so there is nothing to edit.
+	Skip Action = "skip"
 )
 
 // Step is one object's part of the plan.

@@ -35,6 +35,16 @@ func (r *Result) PlanMarkdown() string {
 			fmt.Fprintf(&b, "- %s: new pods on its nodes (hostNetwork); nothing else restarts.\n", o)
 		}
 	}
+	for _, e := range r.DeploymentEdits {
+		what := "args " + strings.Join(e.SetArgs, " ")
+		if e.Sidecar != nil {
+			what += "; a kube-rbac-proxy sidecar on :8443 (TLS, TokenReview, SubjectAccessReview, /metrics only)"
+		}
+		if e.Remove != "" {
+			what += "; container " + e.Remove + " removed"
+		}
+		fmt.Fprintf(&b, "- %s (management cluster): %s; its pods restart. Container args are an atomic list, so this is no object here: `eksa-metrics apply` edits the live Deployment (read-modify-write, every other argument kept) and skips it when it is not installed. `eksctl anywhere upgrade management-components` replaces the Deployment: run apply again afterwards.\n", e.Name(), what)
+	}
 	if r.KubeProxyEdit != nil {
 		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No Kubernetes object can express an edit inside that string, so it is not in the rendered objects: edit the ConfigMap (`kubectl -n kube-system edit configmap kube-proxy`, change only that field) and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", r.KubeProxyEdit.MetricsBindAddress)
 	}

@@ -72,7 +72,9 @@ type Result struct {
 	Change        kubeadm.Change
 	Objects       []Object
 	KubeProxyEdit *KubeProxyEdit
-	Warnings      []spec.Warning
+	// DeploymentEdits change management-component Deployments (read-modify-write).
+	DeploymentEdits []templates.DeploymentEdit
+	Warnings        []spec.Warning
 }
 
 // Render defaults and validates the metrics section, then renders it. An
@@ -98,6 +100,8 @@ func Render(f *spec.File, opts spec.Options) (*Result, error) {
 	if r.Change.Applicable() {
 		r.add(Management, r.Change.Object())
 	}
+	r.add(Management, templates.ManagementObjects(cfg)...)
+	r.DeploymentEdits = templates.ManagementEdits(cfg)
 	r.add(Workload, templates.RBAC(cfg)...)
 	r.add(Workload, templates.Proxies(cfg)...)
 	r.add(Workload, templates.Services(cfg)...)

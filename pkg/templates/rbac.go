@@ -33,6 +33,9 @@ func ReaderRules(c *spec.Config) []rbacv1.PolicyRule {
 			}
 		}
 	}
+	if len(ManagementComponents(c)) > 0 {
+		urls["/metrics"] = true
+	}
 	var rules []rbacv1.PolicyRule
 	if len(urls) > 0 {
 		list := make([]string, 0, len(urls))

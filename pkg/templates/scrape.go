@@ -29,6 +29,8 @@ type target struct {
 	serverName string
 	// insecure explains why the certificate cannot be verified ("" = verify).
 	insecure string
+	// mgmt marks a management component (its Service is rendered with it).
+	mgmt bool
 }
 
 // targets lists the scrape targets of the enabled components.
@@ -51,6 +53,15 @@ func targets(c *spec.Config) []target {
 		}
 		out = append(out, t)
 	}
+	for _, m := range ManagementComponents(c) {
+		comp := components.Cluster{ID: components.ID(m.Deployment), PortName: "https", Port: components.MetricsPort, TLS: true, Paths: []string{"/metrics"}}
+		why := "controller-runtime serves a self-signed certificate on the secure diagnostics port"
+		if m.Family == components.Sidecar {
+			why = "the kube-rbac-proxy sidecar generates a self-signed serving certificate"
+		}
+		out = append(out, target{comp: comp, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
+			selector: map[string]string{ComponentLabel: m.Deployment}, insecure: why, mgmt: true})
+	}
 	return out
 }
 
@@ -60,8 +71,8 @@ func targets(c *spec.Config) []target {
 func Services(c *spec.Config) []Object {
 	var out []Object
 	for _, t := range targets(c) {
-		if t.comp.ID == components.KubeAPIServer || t.comp.ID == components.Kubelet {
-			continue // their Services exist already
+		if t.comp.ID == components.KubeAPIServer || t.comp.ID == components.Kubelet || t.mgmt {
+			continue // their Services exist already, or come with ManagementObjects
 		}
 		var selector map[string]string
 		switch {

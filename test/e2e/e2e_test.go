@@ -126,7 +126,7 @@ func runCluster(t *testing.T, version string, mode spec.Exposure) counts {
 
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{
 		Version:       version,
-		EtcdArgs:      onNode(ch.Args(kubeadm.Etcd)),
+		EtcdArgs:      framework.Override(kubeadm.Args{{Name: "listen-metrics-urls", Value: "http://127.0.0.1:2381"}}, onNode(ch.Args(kubeadm.Etcd))),
 		APIServerArgs: ch.Args(kubeadm.APIServer),
 	})
 	cp.InstallCRDs(t, spec.CAPIv1beta2)

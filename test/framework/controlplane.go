@@ -68,7 +68,8 @@ func StartControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 		{Name: "listen-peer-urls", Value: peerURL},
 		{Name: "initial-advertise-peer-urls", Value: peerURL},
 		{Name: "initial-cluster", Value: "testbed=" + peerURL},
-		{Name: "listen-metrics-urls", Value: "http://127.0.0.1:2381"},
+		// kubeadm's is http://127.0.0.1:2381; tests that need that pass it in EtcdArgs.
+		{Name: "listen-metrics-urls", Value: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))},
 		{Name: "snapshot-count", Value: "10000"},
 		{Name: "watch-progress-notify-interval", Value: "5s"},
 		{Name: "log-level", Value: "warn"},
