@@ -14,6 +14,9 @@ capi="$(module_dir "sigs.k8s.io/cluster-api@${CAPI_VERSION}")"
 prom="$(module_dir "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}")"
 mkdir -p "${BIN}/crds/cluster-api" "${BIN}/crds/prometheus-operator"
 install -m 0644 "${capi}/controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml" "${BIN}/crds/cluster-api/"
+# The core CRDs the Cluster API manager itself needs (config/crd/bases).
+mkdir -p "${BIN}/crds/cluster-api-core"
+install -m 0644 "${capi}"/config/crd/bases/*.yaml "${BIN}/crds/cluster-api-core/"
 for crd in servicemonitors podmonitors; do
   install -m 0644 "${prom}/example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml" "${BIN}/crds/prometheus-operator/"
 done

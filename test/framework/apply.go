@@ -113,6 +113,41 @@ func DecodeYAML(t testing.TB, raw []byte) []map[string]any {
 	}
 }
 
+// InstallCRDDir installs every CRD of bin/crds/<dir>, each serving and
+// storing only its storage version with no conversion (conversion webhooks
+// do not run here).
+func (cp *ControlPlane) InstallCRDDir(t testing.TB, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	files, _ := filepath.Glob(filepath.Join(BinDir(), "crds", dir, "*.yaml"))
+	if len(files) == 0 {
+		if os.Getenv("EKSA_METRICS_BIN") != "" {
+			t.Fatalf("no CRDs in %s: run make testbed", filepath.Join(BinDir(), "crds", dir))
+		}
+		t.Skip("CRDs missing: run make testbed")
+	}
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	for _, f := range files {
+		for _, crd := range ReadYAML(t, f) {
+			spec := crd["spec"].(map[string]any)
+			var keep []any
+			for _, v := range spec["versions"].([]any) {
+				if vm := v.(map[string]any); vm["storage"] == true {
+					keep = append(keep, vm)
+				}
+			}
+			spec["versions"] = keep
+			spec["conversion"] = map[string]any{"strategy": "None"}
+			data, _ := json.Marshal(crd)
+			force := true
+			name := crd["metadata"].(map[string]any)["name"].(string)
+			if _, err := cp.Dynamic.Resource(gvr).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "testbed", Force: &force}); err != nil {
+				t.Fatalf("installing CRD %s: %v", name, err)
+			}
+		}
+	}
+}
+
 // InstallCRDs installs the real CRDs copied from the Go modules by
 // hack/fetch-crds.sh (bin/crds/<project>/). kcpVersion selects which
 // KubeadmControlPlane version the CRD serves: its conversion webhook does not
