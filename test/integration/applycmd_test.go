@@ -391,3 +391,46 @@ func TestApplyDryRunsAndWorkloadKubeconfig(t *testing.T) {
 		t.Fatalf("the workload objects were not applied: %v", err)
 	}
 }
+
+// Management-component Deployments are edited by read-modify-write: the
+// rendered flags replace or join the container's args, every other argument
+// and field stays, a second apply writes nothing, and Deployments that are
+// not installed are skipped.
+func TestApplyEditsManagementDeployments(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, spec.CAPIv1beta2)
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	cp.ServiceAccount(t, "capi-system", "capi-manager") // creates the namespace
+	labels := map[string]string{"cluster.x-k8s.io/provider": "cluster-api"}
+	shipped := []string{"--leader-elect", "--diagnostics-address=:8443", "--insecure-diagnostics=false", "--feature-gates=MachinePool=true", "--namespace=eksa-system"}
+	if _, err := cp.Client.AppsV1().Deployments("capi-system").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "capi-controller-manager", Namespace: "capi-system"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: "registry.invalid/capi:v1.13.2", Args: shipped,
+				Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8443, Protocol: corev1.ProtocolTCP}}}}},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n  tls: {minVersion: VersionTLS13}\n", "1.36", "v0.26.1")
+	if err := cp.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", spec.CAPIv1beta2)); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout")
+	if code != 0 || !strings.Contains(stderr, "~ edit Deployment capi-system/capi-controller-manager") || !strings.Contains(stderr, "- skip Deployment capd-system/capd-controller-manager (management cluster): not installed") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	d, err := cp.Client.AppsV1().Deployments("capi-system").Get(ctx, "capi-controller-manager", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]string{}, shipped...), "--tls-min-version=VersionTLS13")
+	if got := d.Spec.Template.Spec.Containers[0].Args; !reflect.DeepEqual(got, want) {
+		t.Fatalf("args %q, want %q", got, want)
+	}
+	if _, stderr, again := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig); again.writes != 0 {
+		t.Fatalf("second apply: %d writes:\n%s", again.writes, stderr)
+	}
+}
