@@ -34,7 +34,13 @@ func ExitCode(err error) int {
 	var invalid *spec.InvalidError
 	var failed *verifyFailedError
 	var vfailed *validateFailedError
+	var fleet *fleetError
 	switch {
+	case errors.As(err, &fleet):
+		if fleet.invalid {
+			return ExitInvalid
+		}
+		return ExitRuntime
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &usage):

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +16,7 @@ import (
 type GenerateOptions struct {
 	f *Factory
 
-	Filename       string
+	Filenames      []string
 	Output         string
 	OutputDir      string
 	Force          bool
@@ -44,7 +46,7 @@ configuration. Data goes to stdout (or --output-dir); warnings to stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
+	fl.StringArrayVarP(&o.Filenames, "filename", "f", nil, "cluster spec file with a metrics section (- for stdin); repeat it, or name a directory, for a fleet (needs -o kustomize --output-dir)")
 	fl.StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml, json or kustomize")
 	fl.StringVar(&o.OutputDir, "output-dir", "", "directory for -o kustomize")
 	fl.BoolVar(&o.Force, "force", false, "replace a non-empty --output-dir")
@@ -54,7 +56,7 @@ configuration. Data goes to stdout (or --output-dir); warnings to stderr.`,
 
 // Validate checks flag combinations only.
 func (o *GenerateOptions) Validate() error {
-	if o.Filename == "" {
+	if len(o.Filenames) == 0 {
 		return usageErrorf("-f/--filename is required (the cluster spec, or - for stdin)")
 	}
 	switch o.Output {
@@ -77,9 +79,23 @@ func (o *GenerateOptions) Validate() error {
 	return nil
 }
 
-// Run loads, renders and writes.
+// Run loads, renders and writes: one spec to stdout or a directory, or a
+// fleet (several files, or directories) to one directory per cluster.
 func (o *GenerateOptions) Run() error {
-	r, err := loadAndRender(o.f, o.Filename, spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+	files, err := expandInputs(o.Filenames)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 || files[0] != o.Filenames[0] {
+		if o.Output != "kustomize" {
+			return usageErrorf("several specs (%d from %s) are written as one directory per cluster: add -o kustomize --output-dir DIR", len(files), quoteList(o.Filenames))
+		}
+		if len(files) == 0 {
+			return &spec.InvalidError{Problems: []spec.Problem{{File: strings.Join(o.Filenames, ", "), Detail: "no cluster spec (a YAML file with kind: Cluster) found"}}}
+		}
+		return o.generateFleet(context.Background(), files)
+	}
+	r, err := loadAndRender(o.f, files[0], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +19,7 @@ import (
 type ValidateOptions struct {
 	f *Factory
 
-	Filename           string
+	Filenames          []string
 	From               string
 	Kubeconfig         string
 	Context            string
@@ -61,7 +63,7 @@ fails, 1 when a check could not run.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
+	fl.StringArrayVarP(&o.Filenames, "filename", "f", nil, "cluster spec file with a metrics section (- for stdin); repeat it, or name a directory, for a fleet")
 	fl.StringVar(&o.From, "from", "", "the same spec before the change (the base branch), for the upgrade checks")
 	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "management cluster kubeconfig, for the live checks")
 	fl.StringVar(&o.Context, "context", "", "context in --kubeconfig")
@@ -75,7 +77,7 @@ fails, 1 when a check could not run.`,
 
 // Validate checks flag combinations only.
 func (o *ValidateOptions) Validate() error {
-	if o.Filename == "" {
+	if len(o.Filenames) == 0 {
 		return usageErrorf("-f/--filename is required")
 	}
 	switch o.Output {
@@ -94,7 +96,10 @@ func (o *ValidateOptions) Validate() error {
 			return usageErrorf("--skip %q is not a check; checks: %s", s, strings.Join(names, ", "))
 		}
 	}
-	if o.From != "" && o.From == o.Filename {
+	if o.From != "" && len(o.Filenames) != 1 {
+		return usageErrorf("--from compares one spec with its old version: give one -f")
+	}
+	if o.From != "" && o.From == o.Filenames[0] {
 		return usageErrorf("--from and -f name the same file")
 	}
 	return nil
@@ -105,9 +110,16 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	files, err := expandInputs(o.Filenames)
+	if err != nil {
+		return err
+	}
+	if len(files) != 1 || files[0] != o.Filenames[0] {
+		return o.runFleet(ctx, files)
+	}
 	opts := spec.Options{CAPIAPIVersion: o.CAPIAPIVersion}
-	in := &validate.Input{Path: o.Filename}
-	in.File, in.Result, in.LoadErr, in.RenderErr = o.load(o.Filename, opts)
+	in := &validate.Input{Path: files[0]}
+	in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[0], opts)
 	if o.From != "" {
 		var lerr, rerr error
 		_, in.Old, lerr, rerr = o.load(o.From, opts)
@@ -123,24 +135,32 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		}
 		in.Management, in.Workload = mgmt, workload
 	}
-	skip := map[string]bool{}
-	for _, s := range o.Skip {
-		skip[s] = true
-	}
-	results := validate.Run(ctx, in, skip)
+	results := validate.Run(ctx, in, o.skipSet())
 	out := o.f.IOStreams.Out
-	var err error
 	switch o.Output {
 	case "json":
 		err = validate.WriteJSON(out, results)
 	case "junit":
-		err = validate.WriteJUnit(out, "eksa-metrics validate "+o.Filename, results)
+		err = validate.WriteJUnit(out, "eksa-metrics validate "+files[0], results)
 	default:
 		err = validate.WriteText(out, results)
 	}
 	if err != nil {
 		return err
 	}
+	return o.outcome(results)
+}
+
+func (o *ValidateOptions) skipSet() map[string]bool {
+	skip := map[string]bool{}
+	for _, s := range o.Skip {
+		skip[s] = true
+	}
+	return skip
+}
+
+// outcome turns results into the exit status.
+func (o *ValidateOptions) outcome(results []validate.Result) error {
 	s := validate.Summary(results)
 	failed := s[validate.Fail]
 	if o.Strict {
@@ -153,6 +173,50 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("%d check(s) could not run; see the lines marked ❗", s[validate.Error])
 	}
 	return nil
+}
+
+// runFleet validates several specs offline, in parallel (bounded by
+// GOMAXPROCS); the report lists the files in input order.
+func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
+	if o.Kubeconfig != "" {
+		return usageErrorf("--kubeconfig checks one cluster: give one -f")
+	}
+	reports := make([]validate.FileReport, len(files))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				in := &validate.Input{Path: files[i]}
+				in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+				reports[i] = validate.FileReport{File: files[i], Results: validate.Run(ctx, in, o.skipSet())}
+			}
+		}()
+	}
+	for i := range files {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	var all []validate.Result
+	for _, r := range reports {
+		all = append(all, r.Results...)
+	}
+	var err error
+	switch o.Output {
+	case "json":
+		err = validate.WriteFleetJSON(o.f.IOStreams.Out, reports)
+	case "junit":
+		err = validate.WriteFleetJUnit(o.f.IOStreams.Out, reports)
+	default:
+		err = validate.WriteFleetText(o.f.IOStreams.Out, reports)
+	}
+	if err != nil {
+		return err
+	}
+	return o.outcome(all)
 }
 
 func (o *ValidateOptions) load(name string, opts spec.Options) (*spec.File, *render.Result, error, error) {

@@ -81,9 +81,74 @@ type junitProblem struct {
 	Text    string `xml:",chardata"`
 }
 
+// FileReport is one spec's results in a fleet run.
+type FileReport struct {
+	File    string         `json:"file"`
+	Results []Result       `json:"results"`
+	Summary map[Status]int `json:"summary"`
+}
+
+// WriteFleetText writes one section per file, then the fleet's totals.
+func WriteFleetText(w io.Writer, reports []FileReport) error {
+	var all []Result
+	for _, r := range reports {
+		s := Summary(r.Results)
+		if s[Fail] == 0 && s[Error] == 0 && s[Warn] == 0 {
+			fmt.Fprintf(w, "✅ %s: %d checks passed\n", r.File, s[Pass])
+		} else {
+			fmt.Fprintf(w, "== %s\n", r.File)
+			var problems []Result
+			for _, res := range r.Results {
+				if res.Status == Fail || res.Status == Warn || res.Status == Error {
+					problems = append(problems, res)
+				}
+			}
+			if err := WriteText(w, problems); err != nil {
+				return err
+			}
+		}
+		all = append(all, r.Results...)
+	}
+	s := Summary(all)
+	_, err := fmt.Fprintf(w, "%d specs: %d passed, %d warnings, %d failed, %d skipped, %d could not run\n", len(reports), s[Pass], s[Warn], s[Fail], s[Skipped], s[Error])
+	return err
+}
+
+// WriteFleetJSON writes {"apiVersion", "files": [FileReport...]}.
+func WriteFleetJSON(w io.Writer, reports []FileReport) error {
+	for i := range reports {
+		reports[i].Summary = Summary(reports[i].Results)
+	}
+	b, err := json.MarshalIndent(map[string]any{"apiVersion": "eksa-metrics.validate/v1", "files": reports}, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteFleetJUnit writes one testsuite per file.
+func WriteFleetJUnit(w io.Writer, reports []FileReport) error {
+	doc := junitSuites{Name: "eksa-metrics validate"}
+	for _, r := range reports {
+		js := junitSuiteOf("eksa-metrics validate "+r.File, r.Results)
+		doc.Suites = append(doc.Suites, js)
+		doc.Tests += js.Tests
+		doc.Failures += js.Failures
+		doc.Errors += js.Errors
+		doc.Skipped += js.Skipped
+	}
+	return encodeJUnit(w, doc)
+}
+
 // WriteJUnit writes the results as JUnit XML; a warning is a passing test
 // case with its message in system-out.
 func WriteJUnit(w io.Writer, suite string, results []Result) error {
+	js := junitSuiteOf(suite, results)
+	return encodeJUnit(w, junitSuites{Name: "eksa-metrics validate", Tests: js.Tests, Failures: js.Failures, Errors: js.Errors, Skipped: js.Skipped, Suites: []junitSuite{js}})
+}
+
+func junitSuiteOf(suite string, results []Result) junitSuite {
 	s := Summary(results)
 	js := junitSuite{Name: suite, Tests: len(results), Failures: s[Fail], Errors: s[Error], Skipped: s[Skipped]}
 	for _, r := range results {
@@ -106,7 +171,10 @@ func WriteJUnit(w io.Writer, suite string, results []Result) error {
 		}
 		js.TestCases = append(js.TestCases, c)
 	}
-	doc := junitSuites{Name: "eksa-metrics validate", Tests: js.Tests, Failures: js.Failures, Errors: js.Errors, Skipped: js.Skipped, Suites: []junitSuite{js}}
+	return js
+}
+
+func encodeJUnit(w io.Writer, doc junitSuites) error {
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

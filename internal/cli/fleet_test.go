@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fleetSpec is a generated Docker cluster spec (the kind a fleet repository
+// holds one of per store or site).
+func fleetSpec(i int) string {
+	return fmt.Sprintf(`apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: Cluster
+metadata:
+  name: store-%04d
+spec:
+  kubernetesVersion: "1.34"
+  eksaVersion: v0.26.1
+  controlPlaneConfiguration: {count: 1}
+  datacenterRef: {kind: DockerDatacenterConfig, name: store-%04d}
+  managementCluster: {name: mgmt}
+---
+apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: DockerDatacenterConfig
+metadata: {name: store-%04d}
+spec: {}
+---
+apiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1
+kind: MetricsConfig
+metadata: {name: store-%04d}
+spec:
+  scrapers:
+  - {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}
+  zPages: {statusz: true, flagz: true}
+  exposure: proxy
+`, i, i, i, i)
+}
+
+// writeFleet writes n specs; broken maps an index to a change that breaks it.
+func writeFleet(tb testing.TB, n int, broken map[int][2]string) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "clusters")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	// Files a fleet repository also holds, which are not cluster specs.
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		s := fleetSpec(i)
+		if b, ok := broken[i]; ok {
+			s = strings.Replace(s, b[0], b[1], 1)
+		}
+		sub := filepath.Join(dir, fmt.Sprintf("site-%d", i%10))
+		_ = os.MkdirAll(sub, 0o755)
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("store-%04d.yaml", i)), []byte(s), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// 1000 specs with 3 broken: exit 3, the 3 named with file and line, 997
+// complete output directories.
+func TestGenerateFleet(t *testing.T) {
+	dir := writeFleet(t, 1000, map[int][2]string{
+		17:  {"exposure: proxy", "exposure: nodePort"},
+		404: {"kubernetesVersion: \"1.34\"", "kubernetesVersion: \"1.19\""},
+		999: {"  zPages:", "  zPagez:"},
+	})
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := run(t, "", "generate", "-f", dir, "-o", "kustomize", "--output-dir", out)
+	if code != ExitInvalid || stdout != "" {
+		t.Fatalf("exit %d (want 3), stdout %q", code, stdout)
+	}
+	for _, want := range []string{
+		"site-7/store-0017.yaml:24: spec.exposure",
+		"site-4/store-0404.yaml:6: spec.kubernetesVersion",
+		"site-9/store-0999.yaml:23: spec.zPagez",
+		"3 of 1000 cluster specs failed",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 997 {
+		t.Fatalf("%d output directories, want 997", len(entries))
+	}
+	for _, e := range entries {
+		for _, f := range []string{"PLAN.md", "cluster.yaml", "management/kustomization.yaml", "workload/kustomization.yaml", "prometheus/kustomization.yaml", "prometheus/scrape-configs.yaml"} {
+			if _, err := os.Stat(filepath.Join(out, e.Name(), f)); err != nil {
+				t.Fatalf("%s/%s: %v", e.Name(), f, err)
+			}
+		}
+	}
+	// The same fleet through validate.
+	code, stdout, _ = run(t, "", "validate", "-f", dir)
+	if code != ExitInvalid || !strings.Contains(stdout, "1000 specs:") || strings.Count(stdout, "❌ spec-loads") != 3 {
+		t.Fatalf("validate: exit %d:\n%s", code, stdout[max(0, len(stdout)-2000):])
+	}
+}
+
+func TestGenerateFleetNeedsAnOutputDir(t *testing.T) {
+	dir := writeFleet(t, 2, nil)
+	if code, _, stderr := run(t, "", "generate", "-f", dir); code != ExitUsage || !strings.Contains(stderr, "-o kustomize --output-dir") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+}
+
+func benchmarkValidateFleet(b *testing.B, n int) {
+	dir := writeFleet(b, n, nil)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f := &Factory{IOStreams: IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}}
+		cmd := NewRootCmd(f)
+		cmd.SetArgs([]string{"validate", "-f", dir, "-o", "json"})
+		if err := cmd.Execute(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*n), "µs/spec")
+}
+
+func BenchmarkValidateFleet100(b *testing.B)  { benchmarkValidateFleet(b, 100) }
+func BenchmarkValidateFleet500(b *testing.B)  { benchmarkValidateFleet(b, 500) }
+func BenchmarkValidateFleet1000(b *testing.B) { benchmarkValidateFleet(b, 1000) }
