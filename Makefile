@@ -37,8 +37,9 @@ e2e: testbed ## Start the real components with what generate renders and scrape 
 	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 40m ./test/e2e/...
 
 .PHONY: bench
-bench: ## Benchmarks of loading and rendering
-	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+bench: build ## Benchmarks: in-process (render, kustomize build, validate fleets, verify) and whole processes
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s $(UNIT_PKGS)
+	hack/bench.sh
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 30s)

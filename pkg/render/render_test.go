@@ -20,7 +20,7 @@ var firstName = regexp.MustCompile(`(?m)^metadata:\n(?:  .*\n)*?  name: "?([^"\n
 
 // fixtureWithMetrics returns a shared EKS-A spec with one of our metrics
 // sections appended as a MetricsConfig document.
-func fixtureWithMetrics(t *testing.T, specPath, mode string) []byte {
+func fixtureWithMetrics(t testing.TB, specPath, mode string) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(specPath)
 	if err != nil {
@@ -53,7 +53,7 @@ func renderBytes(t *testing.T, name string, data []byte, opts spec.Options) *ren
 	return r
 }
 
-func fixtureSpecs(t *testing.T) []string {
+func fixtureSpecs(t testing.TB) []string {
 	dir := testutil.SharedFixtures(t)
 	specs, _ := filepath.Glob(filepath.Join(dir, "specs", "*.yaml"))
 	if len(specs) < 6 {

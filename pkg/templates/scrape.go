@@ -2,11 +2,12 @@ package templates
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -252,16 +253,74 @@ func ScrapeConfigFile(c *spec.Config) string {
 	return b.String()
 }
 
+// writeJob writes one job. The shape is fixed, so it is written directly
+// (a YAML encoder was half of the render time); every value is a plain
+// scalar or quoted by yamlScalar.
 func writeJob(b *strings.Builder, job scrapeJob) {
 	if job.comment != "" {
 		fmt.Fprintf(b, "# %s\n", job.comment)
 	}
-	enc := yaml.NewEncoder(b)
-	enc.SetIndent(2)
-	if err := enc.Encode([]scrapeJob{job}); err != nil {
-		panic(fmt.Sprintf("templates: scrape job %s: %v", job.JobName, err)) // a programming error
+	fmt.Fprintf(b, "- job_name: %s\n  scheme: %s\n  metrics_path: %s\n", yamlScalar(job.JobName), yamlScalar(job.Scheme), yamlScalar(job.MetricsPath))
+	if job.Authorization != nil {
+		fmt.Fprintf(b, "  authorization:\n    credentials_file: %s\n", yamlScalar(job.Authorization.CredentialsFile))
 	}
-	_ = enc.Close()
+	if t := job.TLSConfig; t != nil {
+		b.WriteString("  tls_config:\n")
+		if t.CAFile != "" {
+			fmt.Fprintf(b, "    ca_file: %s\n", yamlScalar(t.CAFile))
+		}
+		if t.ServerName != "" {
+			fmt.Fprintf(b, "    server_name: %s\n", yamlScalar(t.ServerName))
+		}
+		if t.InsecureSkipVerify {
+			b.WriteString("    insecure_skip_verify: true\n")
+		}
+	}
+	b.WriteString("  kubernetes_sd_configs:\n")
+	for _, sd := range job.KubernetesSDConfigs {
+		fmt.Fprintf(b, "    - role: %s\n      namespaces:\n        names:\n", yamlScalar(sd.Role))
+		for _, n := range sd.Namespaces.Names {
+			fmt.Fprintf(b, "          - %s\n", yamlScalar(n))
+		}
+	}
+	b.WriteString("  relabel_configs:\n")
+	for _, r := range job.RelabelConfigs {
+		prefix := "    - "
+		field := func(k, v string) {
+			if v != "" {
+				fmt.Fprintf(b, "%s%s: %s\n", prefix, k, v)
+				prefix = "      "
+			}
+		}
+		if len(r.SourceLabels) > 0 {
+			q := make([]string, len(r.SourceLabels))
+			for i, l := range r.SourceLabels {
+				q[i] = yamlScalar(l)
+			}
+			field("source_labels", "["+strings.Join(q, ", ")+"]")
+		}
+		for _, kv := range [][2]string{{"regex", r.Regex}, {"action", r.Action}, {"target_label", r.TargetLabel}, {"replacement", r.Replacement}} {
+			if kv[1] != "" {
+				field(kv[0], yamlScalar(kv[1]))
+			}
+		}
+	}
+}
+
+// plainScalar matches strings YAML reads back as the same string unquoted.
+var plainScalar = regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9_./;:-]*$`)
+
+// yamlScalar writes s plain when YAML reads it back as that string, else
+// double-quoted.
+func yamlScalar(s string) string {
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "null", "~", "y", "n":
+		return strconv.Quote(s)
+	}
+	if plainScalar.MatchString(s) && !strings.Contains(s, ": ") && !strings.HasSuffix(s, ":") {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // ScrapeConfigObject wraps the scrape file in a ConfigMap in the monitoring

@@ -1,0 +1,65 @@
+package templates
+
+import (
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+func TestYAMLScalar(t *testing.T) {
+	for in, want := range map[string]string{
+		"eksa-metrics/kube-apiserver": "eksa-metrics/kube-apiserver",
+		"apiserver;kubernetes;https":  "apiserver;kubernetes;https",
+		"true":                        `"true"`,
+		"No":                          `"No"`,
+		"a: b":                        `"a: b"`,
+		"platform:metrics":            "platform:metrics",
+		"":                            `""`,
+		"#x":                          `"#x"`,
+		"10249":                       `"10249"`,
+	} {
+		if got := yamlScalar(in); got != want {
+			t.Errorf("yamlScalar(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// The hand-written scrape file is the YAML it means to be: every job, with
+// its fields, read back by a YAML parser.
+func TestScrapeConfigFileParses(t *testing.T) {
+	c := &spec.Config{ClusterName: "c", Exposure: spec.ExposureProxy, APIServer: true, ControllerManager: true, Scheduler: true, Etcd: true, KubeProxy: true, Kubelet: true,
+		ManagementComponents: true, Management: true, Provider: spec.ProviderTinkerbell, ExternalEtcdScrape: true}
+	var doc struct {
+		ScrapeConfigs []struct {
+			JobName        string `yaml:"job_name"`
+			Scheme         string `yaml:"scheme"`
+			MetricsPath    string `yaml:"metrics_path"`
+			TLSConfig      map[string]any
+			RelabelConfigs []struct {
+				SourceLabels []string `yaml:"source_labels"`
+				Regex        string   `yaml:"regex"`
+				Action       string   `yaml:"action"`
+			} `yaml:"relabel_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	text := ScrapeConfigFile(c)
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	jobs := 0
+	for _, tg := range targets(c) {
+		jobs += len(tg.comp.Paths)
+	}
+	if len(doc.ScrapeConfigs) != jobs || jobs == 0 {
+		t.Fatalf("%d jobs, want %d", len(doc.ScrapeConfigs), jobs)
+	}
+	for _, j := range doc.ScrapeConfigs {
+		if !strings.HasPrefix(j.JobName, "eksa-metrics/") || j.Scheme != "https" || !strings.HasPrefix(j.MetricsPath, "/metrics") ||
+			len(j.RelabelConfigs) == 0 || j.RelabelConfigs[0].Action != "keep" || len(j.RelabelConfigs[0].SourceLabels) < 2 {
+			t.Errorf("job %+v", j)
+		}
+	}
+}
