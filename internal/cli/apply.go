@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
@@ -22,10 +23,8 @@ import (
 type ApplyOptions struct {
 	f *Factory
 
-	Filename                 string
-	Kubeconfig               string
-	Context                  string
-	WorkloadKubeconfig       string
+	Filename string
+	ClusterFlags
 	AllowControlPlaneRollout bool
 	DryRun                   string
 	Diff                     bool
@@ -33,9 +32,6 @@ type ApplyOptions struct {
 	Wait                     bool
 	Timeout                  time.Duration
 	CAPIAPIVersion           string
-
-	// WrapTransport wraps every request to both clusters (tests).
-	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // NewCmdApply builds `eksa-metrics apply`.
@@ -66,9 +62,7 @@ A change that rolls control-plane machines needs --allow-control-plane-rollout
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
-	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
-	fl.StringVar(&o.Context, "context", "", "context in --kubeconfig (default: its current context)")
-	fl.StringVar(&o.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
+	o.ClusterFlags.bind(fl)
 	fl.BoolVar(&o.AllowControlPlaneRollout, "allow-control-plane-rollout", false, "allow a KubeadmControlPlane change, which replaces every control-plane machine")
 	fl.StringVar(&o.DryRun, "dry-run", "none", "none, client (print the plan only) or server (send every request with dryRun=All)")
 	fl.BoolVar(&o.Diff, "diff", false, "show the field-level changes in the plan")
@@ -108,7 +102,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mgmt, workload, err := connectClusters(ctx, clusterFlags{o.Kubeconfig, o.Context, o.WorkloadKubeconfig, o.WrapTransport}, r.Config.ClusterName, r.Config.Management)
+	mgmt, workload, err := connectClusters(ctx, o.ClusterFlags, r.Config.ClusterName, r.Config.Management)
 	if err != nil {
 		return err
 	}
@@ -138,23 +132,33 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// clusterFlags are the flags that reach the clusters.
-type clusterFlags struct {
-	kubeconfig, context, workloadKubeconfig string
-	wrap                                    func(http.RoundTripper) http.RoundTripper
+// ClusterFlags are the flags that reach the clusters, shared by apply,
+// verify and validate.
+type ClusterFlags struct {
+	Kubeconfig         string
+	Context            string
+	WorkloadKubeconfig string
+	// WrapTransport wraps every request to both clusters (tests).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+func (c *ClusterFlags) bind(fl *pflag.FlagSet) {
+	fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
+	fl.StringVar(&c.Context, "context", "", "context in --kubeconfig (default: its current context)")
+	fl.StringVar(&c.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
 }
 
 // connectClusters reaches the management cluster and the workload cluster:
 // the same one for a management cluster, else --workload-kubeconfig, else
 // the kubeconfig EKS-A keeps in the management cluster.
-func connectClusters(ctx context.Context, fl clusterFlags, name string, management bool) (*cluster.Cluster, *cluster.Cluster, error) {
-	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: fl.kubeconfig, Context: fl.context, WrapTransport: fl.wrap})
+func connectClusters(ctx context.Context, fl ClusterFlags, name string, management bool) (*cluster.Cluster, *cluster.Cluster, error) {
+	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: fl.Kubeconfig, Context: fl.Context, WrapTransport: fl.WrapTransport})
 	if err != nil {
 		return nil, nil, err
 	}
 	switch {
-	case fl.workloadKubeconfig != "":
-		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: fl.workloadKubeconfig, WrapTransport: fl.wrap})
+	case fl.WorkloadKubeconfig != "":
+		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: fl.WorkloadKubeconfig, WrapTransport: fl.WrapTransport})
 		return mgmt, workload, err
 	case !management:
 		data, err := mgmt.WorkloadKubeconfig(ctx, name)
@@ -162,7 +166,7 @@ func connectClusters(ctx context.Context, fl clusterFlags, name string, manageme
 			return nil, nil, err
 		}
 		source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
-		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: fl.wrap})
+		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: fl.WrapTransport})
 		return mgmt, workload, err
 	}
 	return mgmt, mgmt, nil

@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/output"
-	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -153,22 +152,4 @@ func (o *GenerateOptions) generateFleet(ctx context.Context, files []string) err
 		return &fleetError{failed: failed, total: len(files), invalid: invalidOnly}
 	}
 	return nil
-}
-
-// renderFile loads and renders one spec, warnings to stderr prefixed by nothing
-// more than their own file:line.
-func renderFile(f *Factory, filename string, opts spec.Options) (*render.Result, error) {
-	rc, name, err := f.openInput(filename)
-	if err != nil {
-		if isNotExist(err) {
-			return nil, &spec.InvalidError{Problems: []spec.Problem{{File: filename, Detail: "no such file; check the -f path"}}}
-		}
-		return nil, fmt.Errorf("opening %q: %w", filename, err)
-	}
-	defer rc.Close()
-	file, err := spec.Load(name, rc)
-	if err != nil {
-		return nil, err
-	}
-	return render.Render(file, opts)
 }

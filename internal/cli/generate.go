@@ -117,8 +117,8 @@ func (o *GenerateOptions) Run() error {
 	return output.WriteYAML(out, r)
 }
 
-// loadAndRender is shared by the commands that read a cluster file.
-func loadAndRender(f *Factory, filename string, opts spec.Options) (*render.Result, error) {
+// loadFile opens and loads one cluster file (- is standard input).
+func loadFile(f *Factory, filename string) (*spec.File, error) {
 	rc, name, err := f.openInput(filename)
 	if err != nil {
 		if isNotExist(err) {
@@ -127,11 +127,22 @@ func loadAndRender(f *Factory, filename string, opts spec.Options) (*render.Resu
 		return nil, fmt.Errorf("opening %q: %w", filename, err)
 	}
 	defer rc.Close()
-	file, err := spec.Load(name, rc)
+	return spec.Load(name, rc)
+}
+
+// renderFile loads and renders one cluster file.
+func renderFile(f *Factory, filename string, opts spec.Options) (*render.Result, error) {
+	file, err := loadFile(f, filename)
 	if err != nil {
 		return nil, err
 	}
-	r, err := render.Render(file, opts)
+	return render.Render(file, opts)
+}
+
+// loadAndRender is renderFile for the commands that read one cluster file:
+// it also prints the warnings.
+func loadAndRender(f *Factory, filename string, opts spec.Options) (*render.Result, error) {
+	r, err := renderFile(f, filename, opts)
 	if err != nil {
 		return nil, err
 	}

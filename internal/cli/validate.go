@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,17 +18,13 @@ import (
 type ValidateOptions struct {
 	f *Factory
 
-	Filenames          []string
-	From               string
-	Kubeconfig         string
-	Context            string
-	WorkloadKubeconfig string
-	Output             string
-	Skip               []string
-	Strict             bool
-	CAPIAPIVersion     string
-
-	WrapTransport func(http.RoundTripper) http.RoundTripper
+	Filenames []string
+	From      string
+	ClusterFlags
+	Output         string
+	Skip           []string
+	Strict         bool
+	CAPIAPIVersion string
 }
 
 // validateFailedError is a validation with failing checks (exit 3).
@@ -65,9 +60,7 @@ fails, 1 when a check could not run.`,
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&o.Filenames, "filename", "f", nil, "cluster spec file with a metrics section (- for stdin); repeat it, or name a directory, for a fleet")
 	fl.StringVar(&o.From, "from", "", "the same spec before the change (the base branch), for the upgrade checks")
-	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "management cluster kubeconfig, for the live checks")
-	fl.StringVar(&o.Context, "context", "", "context in --kubeconfig")
-	fl.StringVar(&o.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
+	o.ClusterFlags.bind(fl)
 	fl.StringVarP(&o.Output, "output", "o", "text", "text, json or junit")
 	fl.StringSliceVar(&o.Skip, "skip", nil, "checks to skip, by name (repeatable)")
 	fl.BoolVar(&o.Strict, "strict", false, "fail on warnings too")
@@ -129,7 +122,7 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		}
 	}
 	if o.Kubeconfig != "" && in.Result != nil {
-		mgmt, workload, err := connectClusters(ctx, clusterFlags{o.Kubeconfig, o.Context, o.WorkloadKubeconfig, o.WrapTransport}, in.Result.Config.ClusterName, in.Result.Config.Management)
+		mgmt, workload, err := connectClusters(ctx, o.ClusterFlags, in.Result.Config.ClusterName, in.Result.Config.Management)
 		if err != nil {
 			return err
 		}
@@ -220,12 +213,7 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 }
 
 func (o *ValidateOptions) load(name string, opts spec.Options) (*spec.File, *render.Result, error, error) {
-	rc, display, err := o.f.openInput(name)
-	if err != nil {
-		return nil, nil, &spec.InvalidError{Problems: []spec.Problem{{File: name, Detail: "cannot open: " + err.Error()}}}, nil
-	}
-	defer rc.Close()
-	f, err := spec.Load(display, rc)
+	f, err := loadFile(o.f, name)
 	if err != nil {
 		return nil, nil, err, nil
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,16 +31,12 @@ import (
 type VerifyOptions struct {
 	f *Factory
 
-	Filename           string
-	Kubeconfig         string
-	Context            string
-	WorkloadKubeconfig string
-	Output             string
-	Concurrency        int
-	Timeout            time.Duration
-	CAPIAPIVersion     string
-
-	WrapTransport func(http.RoundTripper) http.RoundTripper
+	Filename string
+	ClusterFlags
+	Output         string
+	Concurrency    int
+	Timeout        time.Duration
+	CAPIAPIVersion string
 }
 
 // verifyFailedError is a verification with failing rows (exit 3).
@@ -77,9 +72,7 @@ Temporary ServiceAccounts verify creates are deleted, also on Ctrl-C.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
-	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
-	fl.StringVar(&o.Context, "context", "", "context in --kubeconfig")
-	fl.StringVar(&o.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
+	o.ClusterFlags.bind(fl)
 	fl.StringVarP(&o.Output, "output", "o", "table", "table or json")
 	fl.IntVar(&o.Concurrency, "concurrency", 16, "targets checked at once")
 	fl.DurationVar(&o.Timeout, "timeout", 10*time.Second, "time allowed for each target")
@@ -115,7 +108,7 @@ func (o *VerifyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, workload, err := connectClusters(ctx, clusterFlags{o.Kubeconfig, o.Context, o.WorkloadKubeconfig, o.WrapTransport}, r.Config.ClusterName, r.Config.Management)
+	_, workload, err := connectClusters(ctx, o.ClusterFlags, r.Config.ClusterName, r.Config.Management)
 	if err != nil {
 		return err
 	}

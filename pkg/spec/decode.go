@@ -2,8 +2,9 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -150,7 +151,7 @@ func (d *decoder) structValue(n *yaml.Node, rv reflect.Value, path *field.Path) 
 		idx, known := fields[k.Value]
 		if !known {
 			if d.strict {
-				d.fail(k.Line, field.Forbidden(child, "unknown field; known fields: "+strings.Join(sortedKeys(fields), ", ")))
+				d.fail(k.Line, field.Forbidden(child, "unknown field; known fields: "+strings.Join(slices.Sorted(maps.Keys(fields)), ", ")))
 			}
 			continue
 		}
@@ -189,15 +190,6 @@ func jsonFields(t reflect.Type) map[string]int {
 		}
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func tagName(tag string) string {

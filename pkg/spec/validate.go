@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -48,7 +50,7 @@ func Validate(f *File, c *Config) ([]Warning, error) {
 		}
 	}
 	if c.Provider == "" {
-		cErrs = append(cErrs, field.NotSupported(cs.Child("datacenterRef", "kind"), cl.Spec.DatacenterRef.Kind, sortedKeys(providerByDatacenterKind)))
+		cErrs = append(cErrs, field.NotSupported(cs.Child("datacenterRef", "kind"), cl.Spec.DatacenterRef.Kind, slices.Sorted(maps.Keys(providerByDatacenterKind))))
 	}
 
 	// The metrics section.

@@ -3,8 +3,9 @@ package validate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -241,7 +242,7 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	old, cur := index(in.Old), index(in.Result)
 	var details []string
 	rolls, restarts := false, false
-	for _, k := range sortedKeys(cur) {
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
 		o, ok := old[k]
 		switch {
 		case !ok:
@@ -258,7 +259,7 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 			restarts = true
 		}
 	}
-	for _, k := range sortedKeys(old) {
+	for _, k := range slices.Sorted(maps.Keys(old)) {
 		if _, ok := cur[k]; !ok {
 			details = append(details, "no longer rendered (delete it after the upgrade): "+k)
 			if old[k].Kind() == "KubeadmControlPlane" {
@@ -273,7 +274,7 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	for _, it := range in.Result.Change.Items {
 		delete(oldItems, string(it.Component)+" --"+it.Name)
 	}
-	for _, k := range sortedKeys(oldItems) {
+	for _, k := range slices.Sorted(maps.Keys(oldItems)) {
 		details = append(details, fmt.Sprintf("dropped control-plane setting: %s=%s", k, oldItems[k]))
 	}
 	oc, nc := in.Old.Config, in.Result.Config
@@ -304,15 +305,6 @@ func index(r *render.Result) map[string]render.Object {
 		m[string(o.Target)+" "+o.String()] = o
 	}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func checkDrift(ctx context.Context, in *Input) Result {
