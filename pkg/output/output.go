@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
@@ -25,7 +26,7 @@ func WriteYAML(w io.Writer, r *render.Result) error {
 			buf.WriteString("---\n")
 		}
 		fmt.Fprintf(&buf, "# eksa-metrics: %s\n", targetNote(o.Target))
-		b, err := yaml.Marshal(o.Object)
+		b, err := marshal(o.Object)
 		if err != nil {
 			return fmt.Errorf("encoding %s: %w", o, err)
 		}
@@ -86,7 +87,7 @@ func Files(r *render.Result) (map[string][]byte, error) {
 				continue
 			}
 			name := fileName(o)
-			b, err := yaml.Marshal(o.Object)
+			b, err := marshal(o.Object)
 			if err != nil {
 				return nil, fmt.Errorf("encoding %s: %w", o, err)
 			}
@@ -106,6 +107,14 @@ func Files(r *render.Result) (map[string][]byte, error) {
 		files[string(t)+"/kustomization.yaml"] = append([]byte(header), b...)
 	}
 	return files, nil
+}
+
+// marshal encodes a rendered object. The objects are already plain JSON
+// shapes, so yaml.v2 encodes them directly: the same bytes as
+// sigs.k8s.io/yaml, which first goes through JSON and back, at a fraction of
+// the cost (the profile's largest item in generate).
+func marshal(obj map[string]any) ([]byte, error) {
+	return yamlv2.Marshal(obj)
 }
 
 // fileName is "<kind>-<namespace>-<name>.yaml" in lower case, safe for any file system.
