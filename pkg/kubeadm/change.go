@@ -19,6 +19,31 @@ const (
 	SchedulerKubeconfig         = "/etc/kubernetes/scheduler.conf"
 )
 
+// Kubeconfig of each component whose port bindAddress opens.
+var Kubeconfig = map[Component]string{ControllerManager: ControllerManagerKubeconfig, Scheduler: SchedulerKubeconfig}
+
+// SecurePortComponents serve TLS with delegated authentication on a
+// loopback-only port (10257, 10259).
+var SecurePortComponents = []Component{ControllerManager, Scheduler}
+
+// ZPageComponents serve /statusz and /flagz behind gates on 1.33 to 1.35.
+var ZPageComponents = []Component{APIServer, ControllerManager, Scheduler}
+
+// Enabled reports whether the configuration turns a component on.
+func Enabled(c *spec.Config, comp Component) bool {
+	switch comp {
+	case APIServer:
+		return c.APIServer
+	case ControllerManager:
+		return c.ControllerManager
+	case Scheduler:
+		return c.Scheduler
+	case Etcd:
+		return c.Etcd
+	}
+	return false
+}
+
 // Z-page feature gates (1.33 to 1.35; on by default from 1.36).
 const (
 	GateStatusz = "ComponentStatusz"
@@ -46,11 +71,14 @@ type Change struct {
 // Empty reports whether nothing on the control plane changes.
 func (c Change) Empty() bool { return len(c.Items) == 0 }
 
-// Args returns the items of one component.
-func (c Change) Args(comp Component) Args {
+// Args returns the items of one component, merged ones included.
+func (c Change) Args(comp Component) Args { return c.args(comp, true) }
+
+// args returns a component's items, without the merged ones unless asked.
+func (c Change) args(comp Component, withMerged bool) Args {
 	var out Args
 	for _, it := range c.Items {
-		if it.Component == comp {
+		if it.Component == comp && (withMerged || !it.Merged) {
 			out = out.Set(it.Name, it.Value)
 		}
 	}
@@ -67,33 +95,23 @@ func Plan(c *spec.Config) Change {
 	}
 
 	if c.Exposure == spec.ExposureBindAddress {
-		for _, x := range []struct {
-			on         bool
-			comp       Component
-			kubeconfig string
-		}{
-			{c.ControllerManager, ControllerManager, ControllerManagerKubeconfig},
-			{c.Scheduler, Scheduler, SchedulerKubeconfig},
-		} {
-			if !x.on {
+		for _, comp := range SecurePortComponents {
+			if !Enabled(c, comp) {
 				continue
 			}
-			add(x.comp, "bind-address", "0.0.0.0", "listen on every node address so Prometheus can reach the secure port")
-			add(x.comp, "authentication-kubeconfig", x.kubeconfig, "keep delegated authentication (TokenReview) on while the port leaves loopback")
-			add(x.comp, "authorization-kubeconfig", x.kubeconfig, "keep delegated authorization (SubjectAccessReview) on while the port leaves loopback")
-			add(x.comp, "tls-min-version", c.TLSMinVersion, "spec.tls.minVersion")
+			add(comp, "bind-address", "0.0.0.0", "listen on every node address so Prometheus can reach the secure port")
+			add(comp, "authentication-kubeconfig", Kubeconfig[comp], "keep delegated authentication (TokenReview) on while the port leaves loopback")
+			add(comp, "authorization-kubeconfig", Kubeconfig[comp], "keep delegated authorization (SubjectAccessReview) on while the port leaves loopback")
+			add(comp, "tls-min-version", c.TLSMinVersion, "spec.tls.minVersion")
 		}
 		if c.Etcd && c.AllowInsecure {
 			add(Etcd, "listen-metrics-urls", "http://0.0.0.0:2381", "serve /metrics on every node address (plain HTTP; allowInsecure)")
 		}
 	} else if c.TLSMinVersion != spec.TLS12 {
 		// HAProxy passes TLS through: the component's own floor is what scrapers see.
-		for _, x := range []struct {
-			on   bool
-			comp Component
-		}{{c.ControllerManager, ControllerManager}, {c.Scheduler, Scheduler}} {
-			if x.on {
-				add(x.comp, "tls-min-version", c.TLSMinVersion, "spec.tls.minVersion (TLS passes through the proxy to the component)")
+		for _, comp := range SecurePortComponents {
+			if Enabled(c, comp) {
+				add(comp, "tls-min-version", c.TLSMinVersion, "spec.tls.minVersion (TLS passes through the proxy to the component)")
 			}
 		}
 	}
@@ -110,16 +128,13 @@ func Plan(c *spec.Config) Change {
 		if c.Flagz {
 			gates[GateFlagz] = true
 		}
-		for _, x := range []struct {
-			on   bool
-			comp Component
-		}{{c.APIServer, APIServer}, {c.ControllerManager, ControllerManager}, {c.Scheduler, Scheduler}} {
-			if !x.on {
+		for _, comp := range ZPageComponents {
+			if !Enabled(c, comp) {
 				continue
 			}
-			existing, merged := defaults[x.comp].Get(FeatureGates)
+			existing, merged := defaults[comp].Get(FeatureGates)
 			ch.Items = append(ch.Items, Item{
-				Component: x.comp,
+				Component: comp,
 				Arg:       Arg{FeatureGates, MergeFeatureGates(existing, gates)},
 				Merged:    merged,
 				Why:       fmt.Sprintf("z-pages are alpha on Kubernetes %s and need their feature gates", c.KubeVersion),

@@ -2,6 +2,7 @@ package kubeadm
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
@@ -21,7 +22,7 @@ const Group = "controlplane.cluster.x-k8s.io"
 func (c Change) Object() map[string]any {
 	cc := map[string]any{}
 	for _, comp := range Components {
-		args := c.applicableArgs(comp)
+		args := c.args(comp, false)
 		if len(args) == 0 {
 			continue
 		}
@@ -35,17 +36,6 @@ func (c Change) Object() map[string]any {
 			"kubeadmConfigSpec": map[string]any{"clusterConfiguration": cc},
 		},
 	}
-}
-
-// applicableArgs are a component's items that server-side apply can own.
-func (c Change) applicableArgs(comp Component) Args {
-	var out Args
-	for _, it := range c.Items {
-		if it.Component == comp && !it.Merged {
-			out = out.Set(it.Name, it.Value)
-		}
-	}
-	return out
 }
 
 // Applicable reports whether the change has any item server-side apply can own.
@@ -122,7 +112,7 @@ func MergeInto(kcp map[string]any, c Change) error {
 		}
 		existing, err := decodeArgs(getPath(cc, comp.Path()))
 		if err != nil {
-			return fmt.Errorf("clusterConfiguration.%s: %w", joinPath(comp.Path()), err)
+			return fmt.Errorf("clusterConfiguration.%s: %w", strings.Join(comp.Path(), "."), err)
 		}
 		for _, a := range ours {
 			existing = existing.Set(a.Name, a.Value)
@@ -172,15 +162,4 @@ func decodeArgs(v any) (Args, error) {
 		return nil, fmt.Errorf("extraArgs is neither a map (v1beta1) nor a list (v1beta2)")
 	}
 	return out, nil
-}
-
-func joinPath(p []string) string {
-	s := ""
-	for i, x := range p {
-		if i > 0 {
-			s += "."
-		}
-		s += x
-	}
-	return s
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -99,7 +98,7 @@ func Files(r *render.Result) (map[string][]byte, error) {
 		if resources == nil {
 			kust["resources"] = []any{}
 		}
-		b, err := yaml.Marshal(kust)
+		b, err := marshal(kust)
 		if err != nil {
 			return nil, err
 		}

@@ -32,10 +32,8 @@ func newDecoder(strict bool, lines map[string]int) *decoder {
 
 func (d *decoder) fail(line int, err *field.Error) {
 	d.errs = append(d.errs, err)
-	if _, ok := d.lines[err.Field]; !ok || line > 0 {
-		if line > 0 {
-			d.lines[err.Field] = line
-		}
+	if line > 0 {
+		d.lines[err.Field] = line
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -154,7 +155,7 @@ func yamlProblem(file string, err error) Problem {
 }
 
 func isMachineConfig(d *document) bool {
-	return d.apiVersion == eksaAPIVersion && len(d.kind) > len("MachineConfig") && d.kind[len(d.kind)-len("MachineConfig"):] == "MachineConfig"
+	return d.apiVersion == eksaAPIVersion && d.kind != "MachineConfig" && strings.HasSuffix(d.kind, "MachineConfig")
 }
 
 // valueNode returns the value node of key in a mapping, or nil.

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -120,7 +121,7 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 		target.Ports = slices.DeleteFunc(target.Ports, func(p corev1.ContainerPort) bool { return p.Name == e.Port.Name })
 		target.Ports = append(target.Ports, e.Port)
 	}
-	return !equalDeployments(before, d), nil
+	return !equality.Semantic.DeepEqual(before, d), nil
 }
 
 // setArg replaces "--flag", "--flag=..." by arg, where it stands, or appends it.
@@ -142,10 +143,6 @@ func setArg(args []string, arg string) []string {
 		out = append(out, arg)
 	}
 	return out
-}
-
-func equalDeployments(a, b *appsv1.Deployment) bool {
-	return fmt.Sprint(toObject("apps/v1", "Deployment", a)) == fmt.Sprint(toObject("apps/v1", "Deployment", b))
 }
 
 // ManagementObjects renders, per management component, a <deployment>-metrics

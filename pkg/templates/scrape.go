@@ -141,43 +141,44 @@ func ServiceMonitors(c *spec.Config) []Object {
 	return out
 }
 
-// Prometheus scrape_configs, as a plain Prometheus configuration file.
+// Prometheus scrape_configs, as a plain Prometheus configuration file;
+// writeJob writes them.
 type scrapeJob struct {
-	JobName             string         `yaml:"job_name"`
-	Scheme              string         `yaml:"scheme"`
-	MetricsPath         string         `yaml:"metrics_path"`
-	Authorization       *authorization `yaml:"authorization,omitempty"`
-	TLSConfig           *tlsConfig     `yaml:"tls_config,omitempty"`
-	KubernetesSDConfigs []kubernetesSD `yaml:"kubernetes_sd_configs"`
-	RelabelConfigs      []relabel      `yaml:"relabel_configs"`
+	JobName             string
+	Scheme              string
+	MetricsPath         string
+	Authorization       *authorization
+	TLSConfig           *tlsConfig
+	KubernetesSDConfigs []kubernetesSD
+	RelabelConfigs      []relabel
 	comment             string
 }
 
 type authorization struct {
-	CredentialsFile string `yaml:"credentials_file"`
+	CredentialsFile string
 }
 
 type tlsConfig struct {
-	CAFile             string `yaml:"ca_file,omitempty"`
-	ServerName         string `yaml:"server_name,omitempty"`
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify,omitempty"`
+	CAFile             string
+	ServerName         string
+	InsecureSkipVerify bool
 }
 
 type kubernetesSD struct {
-	Role       string       `yaml:"role"`
-	Namespaces sdNamespaces `yaml:"namespaces"`
+	Role       string
+	Namespaces sdNamespaces
 }
 
 type sdNamespaces struct {
-	Names []string `yaml:"names"`
+	Names []string
 }
 
 type relabel struct {
-	SourceLabels []string `yaml:"source_labels,omitempty,flow"`
-	Regex        string   `yaml:"regex,omitempty"`
-	Action       string   `yaml:"action,omitempty"`
-	TargetLabel  string   `yaml:"target_label,omitempty"`
-	Replacement  string   `yaml:"replacement,omitempty"`
+	SourceLabels []string
+	Regex        string
+	Action       string
+	TargetLabel  string
+	Replacement  string
 }
 
 // promLabel is how Prometheus service discovery spells a label name.

@@ -5,7 +5,9 @@ package verify
 
 import (
 	"fmt"
+	"net"
 	"sort"
+	"strconv"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -59,17 +61,8 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 			if plain {
 				scheme = "http"
 			}
-			out = append(out, Target{Component: comp.ID, Node: n.Name, Endpoint: fmt.Sprintf("%s://%s:%d", scheme, hostPort(n.Address), comp.Port), Paths: comp.Paths, ZPages: z && !plain, Plain: plain})
+			out = append(out, Target{Component: comp.ID, Node: n.Name, Endpoint: scheme + "://" + net.JoinHostPort(n.Address, strconv.Itoa(comp.Port)), Paths: comp.Paths, ZPages: z && !plain, Plain: plain})
 		}
 	}
 	return out
-}
-
-func hostPort(addr string) string {
-	for _, r := range addr {
-		if r == ':' {
-			return "[" + addr + "]"
-		}
-	}
-	return addr
 }

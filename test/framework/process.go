@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -59,7 +58,7 @@ type Process struct {
 	Name string
 	Args []string
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	log  *lockedBuffer
 	done chan error
 }
 
@@ -67,10 +66,10 @@ type Process struct {
 // the test fails.
 func Start(t testing.TB, name, bin string, args []string, env ...string) *Process {
 	t.Helper()
-	p := &Process{Name: name, Args: args, log: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &Process{Name: name, Args: args, log: &lockedBuffer{}, done: make(chan error, 1)}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = &syncWriter{w: p.log}, &syncWriter{w: p.log}
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", name, err)
@@ -113,7 +112,7 @@ func (p *Process) Stop() {
 
 // Tail returns the last n lines of the process's output.
 func (p *Process) Tail(n int) string {
-	lines := strings.Split(p.output(), "\n")
+	lines := strings.Split(p.log.String(), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

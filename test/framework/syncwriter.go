@@ -5,21 +5,21 @@ import (
 	"sync"
 )
 
-// syncWriter serializes writes from a process's stdout and stderr.
-type syncWriter struct {
-	w *bytes.Buffer
+// lockedBuffer keeps a process's output; the process writes while a failing
+// test may read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-var outputMu sync.Mutex
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	outputMu.Lock()
-	defer outputMu.Unlock()
-	return s.w.Write(b)
+func (l *lockedBuffer) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
 }
 
-func (p *Process) output() string {
-	outputMu.Lock()
-	defer outputMu.Unlock()
-	return p.log.String()
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
