@@ -11,6 +11,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
@@ -127,13 +128,13 @@ func checkFeatureGates(_ context.Context, in *Input) Result {
 		}
 	}
 	if c.KubeVersion.ZPageGatesNeeded() {
-		for _, x := range []struct {
-			on   bool
-			comp kubeadm.Component
-		}{{c.APIServer, kubeadm.APIServer}, {c.ControllerManager, kubeadm.ControllerManager}, {c.Scheduler, kubeadm.Scheduler}} {
-			for gate, want := range map[string]bool{kubeadm.GateStatusz: c.Statusz, kubeadm.GateFlagz: c.Flagz} {
-				if x.on && want && !set[x.comp][gate] {
-					missing = append(missing, fmt.Sprintf("%s: %s", x.comp, gate))
+		for _, comp := range kubeadm.ZPageComponents {
+			for _, g := range []struct {
+				name string
+				on   bool
+			}{{kubeadm.GateStatusz, c.Statusz}, {kubeadm.GateFlagz, c.Flagz}} {
+				if kubeadm.Enabled(c, comp) && g.on && !set[comp][g.name] {
+					missing = append(missing, fmt.Sprintf("%s: %s", comp, g.name))
 				}
 			}
 		}
@@ -374,11 +375,12 @@ func checkNotPaused(ctx context.Context, in *Input) Result {
 	if ns == "" {
 		ns = "default"
 	}
-	raw, err := in.Management.Core.Discovery().RESTClient().Get().AbsPath("/apis/anywhere.eks.amazonaws.com/v1alpha1/namespaces", ns, "clusters", name).DoRaw(ctx)
+	gvr := schema.GroupVersionResource{Group: "anywhere.eks.amazonaws.com", Version: "v1alpha1", Resource: "clusters"}
+	cl, err := in.Management.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return Result{Status: Error, Message: fmt.Sprintf("could not read EKS-A Cluster %s/%s", ns, name), Details: []string{err.Error()}}
 	}
-	if strings.Contains(string(raw), `"anywhere.eks.amazonaws.com/paused":"true"`) {
+	if cl.GetAnnotations()["anywhere.eks.amazonaws.com/paused"] == "true" {
 		return Result{Status: Fail, Message: fmt.Sprintf("EKS-A Cluster %s/%s is paused", ns, name), Remediation: "EKS-A will not reconcile or upgrade it; remove the anywhere.eks.amazonaws.com/paused annotation first"}
 	}
 	return pass("EKS-A Cluster %s/%s is not paused", ns, name)

@@ -118,7 +118,6 @@ func DecodeYAML(t testing.TB, raw []byte) []map[string]any {
 // do not run here).
 func (cp *ControlPlane) InstallCRDDir(t testing.TB, dir string) {
 	t.Helper()
-	ctx := context.Background()
 	files, _ := filepath.Glob(filepath.Join(BinDir(), "crds", dir, "*.yaml"))
 	if len(files) == 0 {
 		if os.Getenv("EKSA_METRICS_BIN") != "" {
@@ -126,26 +125,35 @@ func (cp *ControlPlane) InstallCRDDir(t testing.TB, dir string) {
 		}
 		t.Skip("CRDs missing: run make testbed")
 	}
-	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	for _, f := range files {
 		for _, crd := range ReadYAML(t, f) {
-			spec := crd["spec"].(map[string]any)
-			var keep []any
-			for _, v := range spec["versions"].([]any) {
-				if vm := v.(map[string]any); vm["storage"] == true {
-					keep = append(keep, vm)
-				}
-			}
-			spec["versions"] = keep
-			spec["conversion"] = map[string]any{"strategy": "None"}
-			data, _ := json.Marshal(crd)
-			force := true
-			name := crd["metadata"].(map[string]any)["name"].(string)
-			if _, err := cp.Dynamic.Resource(gvr).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "testbed", Force: &force}); err != nil {
-				t.Fatalf("installing CRD %s: %v", name, err)
-			}
+			cp.InstallStorageVersion(t, crd)
 		}
 	}
+}
+
+// InstallStorageVersion installs a CRD serving only its storage version,
+// without conversion, and waits until it is established.
+func (cp *ControlPlane) InstallStorageVersion(t testing.TB, crd map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	spec := crd["spec"].(map[string]any)
+	var keep []any
+	for _, v := range spec["versions"].([]any) {
+		if vm := v.(map[string]any); vm["storage"] == true {
+			keep = append(keep, vm)
+		}
+	}
+	spec["versions"] = keep
+	spec["conversion"] = map[string]any{"strategy": "None"}
+	data, _ := json.Marshal(crd)
+	force := true
+	name := crd["metadata"].(map[string]any)["name"].(string)
+	if _, err := cp.Dynamic.Resource(gvr).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "testbed", Force: &force}); err != nil {
+		t.Fatalf("installing CRD %s: %v", name, err)
+	}
+	cp.waitEstablished(t, name)
 }
 
 // InstallCRDs installs the real CRDs copied from the Go modules by
@@ -196,19 +204,24 @@ func (cp *ControlPlane) InstallCRDs(t testing.TB, kcpVersion string) {
 		}
 	}
 	for _, name := range names {
-		WaitFor(t, "CRD "+name+" established", 30*time.Second, func() (bool, error) {
-			u, err := cp.Dynamic.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-			for _, c := range conds {
-				cm := c.(map[string]any)
-				if cm["type"] == "Established" && cm["status"] == "True" {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+		cp.waitEstablished(t, name)
 	}
+}
+
+func (cp *ControlPlane) waitEstablished(t testing.TB, name string) {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	WaitFor(t, "CRD "+name+" established", 30*time.Second, func() (bool, error) {
+		u, err := cp.Dynamic.Resource(gvr).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if cm := c.(map[string]any); cm["type"] == "Established" && cm["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
@@ -166,6 +167,30 @@ func TestValidateOnline(t *testing.T) {
 		t.Fatalf("drift: exit %d %+v", code, res["drift"])
 	}
 	t.Logf("drift found:\n%s", d)
+
+	// cluster-not-paused against EKS-A's own Cluster CRD (as shipped in eksa-components.yaml).
+	for _, doc := range framework.ReadYAML(t, filepath.Join(testutil.SharedFixtures(t), "manifests", "eksa-components.yaml")) {
+		if doc["kind"] == "CustomResourceDefinition" && doc["metadata"].(map[string]any)["name"] == "clusters.anywhere.eks.amazonaws.com" {
+			cp.InstallStorageVersion(t, doc)
+		}
+	}
+	eksaCluster := framework.ReadYAML(t, filepath.Join(testutil.SharedFixtures(t), "specs", "docker.yaml"))[0]
+	eksaCluster["metadata"].(map[string]any)["namespace"] = "default"
+	// The upstream test spec spells certSANs; the shipped CRD declares certSans.
+	delete(eksaCluster["spec"].(map[string]any)["controlPlaneConfiguration"].(map[string]any), "certSANs")
+	if err := cp.Apply(ctx, "eksctl", true, eksaCluster); err != nil {
+		t.Fatal(err)
+	}
+	if _, res, _ = runValidate(t, "-f", p, "--kubeconfig", kubeconfig); res["cluster-not-paused"].Status != validate.Pass {
+		t.Fatalf("cluster-not-paused on a running cluster: %+v", res["cluster-not-paused"])
+	}
+	eksaCluster["metadata"].(map[string]any)["annotations"] = map[string]any{"anywhere.eks.amazonaws.com/paused": "true"}
+	if err := cp.Apply(ctx, "eksctl", true, eksaCluster); err != nil {
+		t.Fatal(err)
+	}
+	if _, res, _ = runValidate(t, "-f", p, "--kubeconfig", kubeconfig); res["cluster-not-paused"].Status != validate.Fail {
+		t.Fatalf("cluster-not-paused on a paused cluster: %+v", res["cluster-not-paused"])
+	}
 }
 
 func liveArgList(t *testing.T, obj map[string]any, path []string) []any {
