@@ -46,6 +46,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pkg/spec
 	$(GO) test -run '^$$' -fuzz '^FuzzMergeFeatureGates$$' -fuzztime $(FUZZTIME) ./pkg/kubeadm
 	$(GO) test -run '^$$' -fuzz '^FuzzSetMetricsBindAddress$$' -fuzztime $(FUZZTIME) ./pkg/kubeproxy
+	$(GO) test -run '^$$' -fuzz '^FuzzWriteDir$$' -fuzztime $(FUZZTIME) ./pkg/output
 
 .PHONY: lint
 lint: ## gofmt and go vet

@@ -61,7 +61,7 @@ A change that rolls control-plane machines needs --allow-control-plane-rollout
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
+	fl.VarP(singleValue{&o.Filename}, "filename", "f", "cluster spec file with a metrics section (- for stdin); one cluster")
 	o.ClusterFlags.bind(fl)
 	fl.BoolVar(&o.AllowControlPlaneRollout, "allow-control-plane-rollout", false, "allow a KubeadmControlPlane change, which replaces every control-plane machine")
 	fl.StringVar(&o.DryRun, "dry-run", "none", "none, client (print the plan only) or server (send every request with dryRun=All)")
@@ -77,9 +77,6 @@ A change that rolls control-plane machines needs --allow-control-plane-rollout
 func (o *ApplyOptions) Validate() error {
 	if o.Filename == "" {
 		return usageErrorf("-f/--filename is required")
-	}
-	if o.Kubeconfig == "" {
-		return usageErrorf("--kubeconfig is required: the management cluster's kubeconfig")
 	}
 	switch o.DryRun {
 	case "none", "client", "server":
@@ -143,7 +140,7 @@ type ClusterFlags struct {
 }
 
 func (c *ClusterFlags) bind(fl *pflag.FlagSet) {
-	fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster")
+	fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, else ~/.kube/config)")
 	fl.StringVar(&c.Context, "context", "", "context in --kubeconfig (default: its current context)")
 	fl.StringVar(&c.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
 }
@@ -210,3 +207,24 @@ func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 	}
 	fmt.Fprintf(w, "%d to create, %d to change, %d unchanged, %d not installed.\n", counts[cluster.Create], counts[cluster.Update]+counts[cluster.Edit], counts[cluster.Unchanged], counts[cluster.Skip])
 }
+
+// singleValue is a string flag that may be given once: a second -f would
+// otherwise silently replace the first.
+type singleValue struct{ p *string }
+
+func (v singleValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v singleValue) Set(s string) error {
+	if *v.p != "" {
+		return fmt.Errorf("given twice (%q and %q); this command works on one cluster spec", *v.p, s)
+	}
+	*v.p = s
+	return nil
+}
+
+func (v singleValue) Type() string { return "string" }

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/output"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -81,75 +82,141 @@ func (e *fleetError) Error() string {
 }
 
 // generateFleet renders several specs in parallel, bounded by GOMAXPROCS, and
-// writes each cluster's kustomize layout to <output-dir>/<cluster>/ atomically.
-// A bad spec is reported and does not stop the others.
+// writes each cluster's kustomize layout to <output-dir>/<cluster>/
+// atomically. A bad spec is reported and does not stop the others. The
+// outcome does not depend on scheduling: when two files define one cluster,
+// the first in input order is written and the other reported; problems are
+// printed in input order.
 func (o *GenerateOptions) generateFleet(ctx context.Context, files []string) error {
-	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan string)
-	var mu sync.Mutex
-	owner := map[string]string{} // cluster name -> file, to refuse two files for one cluster
-	failed, invalidOnly, written := 0, true, 0
+	type outcome struct {
+		result *render.Result
+		err    error
+	}
+	outcomes := make([]outcome, len(files))
+	parallel(ctx, len(files), func(i int) {
+		r, err := renderFile(o.f, files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+		outcomes[i] = outcome{r, err}
+	})
+
+	errOut := o.f.IOStreams.ErrOut
+	failed, invalidOnly := 0, true
 	report := func(file string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
 		failed++
 		var inv *spec.InvalidError
 		if !errors.As(err, &inv) {
 			invalidOnly = false
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "Error: %s: %v\n", file, err)
+			fmt.Fprintf(errOut, "Error: %s: %v\n", file, err)
 			return
 		}
 		for _, p := range inv.Problems {
-			fmt.Fprintf(o.f.IOStreams.ErrOut, "Error: %s\n", p)
+			fmt.Fprintf(errOut, "Error: %s\n", p)
 		}
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for file := range jobs {
-				r, err := renderFile(o.f, file, spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
-				if err != nil {
-					report(file, err)
-					continue
-				}
-				name := r.Config.ClusterName
-				mu.Lock()
-				prev, dup := owner[name]
-				if !dup {
-					owner[name] = file
-				}
-				mu.Unlock()
-				if dup {
-					report(file, &spec.InvalidError{Problems: []spec.Problem{{File: file, Field: "metadata.name", Detail: fmt.Sprintf("cluster %q is also defined in %s; each cluster needs one spec", name, prev)}}})
-					continue
-				}
-				files, err := output.Files(r)
-				if err == nil {
-					err = output.WriteDir(filepath.Join(o.OutputDir, name), files, o.Force)
-				}
-				if err != nil {
-					report(file, err)
-					continue
-				}
-				mu.Lock()
-				written++
-				mu.Unlock()
+	owner := map[string]string{} // cluster name -> the first file that defines it
+	var writes []int
+	for i, oc := range outcomes {
+		if oc.err != nil {
+			report(files[i], oc.err)
+			continue
+		}
+		for _, w := range oc.result.Warnings {
+			fmt.Fprintf(errOut, "Warning: %s\n", w.Problem)
+		}
+		name := oc.result.Config.ClusterName
+		if prev, dup := owner[name]; dup {
+			report(files[i], &spec.InvalidError{Problems: []spec.Problem{{File: files[i], Field: "metadata.name", Detail: fmt.Sprintf("cluster %q is also defined in %s, which comes first and was written; each cluster needs one spec", name, prev)}}})
+			continue
+		}
+		owner[name] = files[i]
+		writes = append(writes, i)
+	}
+
+	writeErrs := make([]error, len(files))
+	parallel(ctx, len(writes), func(j int) {
+		i := writes[j]
+		r := outcomes[i].result
+		dir, err := output.ClusterDir(o.OutputDir, r.Config.ClusterName)
+		if err == nil {
+			var out map[string][]byte
+			if out, err = output.Files(r); err == nil {
+				err = output.WriteDir(dir, out, output.WriteOptions{Force: o.Force, Cluster: r.Config.ClusterName, Inputs: files})
 			}
-		}()
-	}
-	for _, f := range files {
-		select {
-		case jobs <- f:
-		case <-ctx.Done():
 		}
+		writeErrs[i] = err
+	})
+	written := 0
+	for _, i := range writes {
+		if writeErrs[i] != nil {
+			report(files[i], writeErrs[i])
+			continue
+		}
+		written++
 	}
-	close(jobs)
-	wg.Wait()
-	fmt.Fprintf(o.f.IOStreams.ErrOut, "Wrote %d cluster directories under %s.\n", written, o.OutputDir)
+	fmt.Fprintf(errOut, "Wrote %d cluster directories under %s.\n", written, o.OutputDir)
+	if err := o.staleClusters(owner); err != nil {
+		report(o.OutputDir, err)
+	}
 	if failed > 0 {
 		return &fleetError{failed: failed, total: len(files), invalid: invalidOnly}
 	}
 	return nil
+}
+
+// staleClusters handles directories eksa-metrics wrote for clusters whose
+// spec is no longer in the input: GitOps would keep applying them. They are
+// named on stderr, and removed with --prune (only when they hold nothing but
+// eksa-metrics' own files).
+func (o *GenerateOptions) staleClusters(current map[string]string) error {
+	keep := map[string]bool{}
+	for name := range current {
+		keep[name] = true
+	}
+	stale, err := output.StaleDirs(o.OutputDir, keep)
+	if err != nil || len(stale) == 0 {
+		return err
+	}
+	errOut := o.f.IOStreams.ErrOut
+	if !o.Prune {
+		for _, name := range stale {
+			fmt.Fprintf(errOut, "Warning: %s was written by eksa-metrics for cluster %q, which no input defines any more; it is kept, so GitOps keeps applying it. Delete it, or rerun with --prune.\n", filepath.Join(o.OutputDir, name), name)
+		}
+		return nil
+	}
+	var errs []error
+	for _, name := range stale {
+		dir := filepath.Join(o.OutputDir, name)
+		if err := output.RemoveOwned(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fmt.Fprintf(errOut, "Removed %s: no input defines cluster %q any more (--prune).\n", dir, name)
+	}
+	return errors.Join(errs...)
+}
+
+// parallel calls fn(0..n-1) on GOMAXPROCS workers and waits for them all;
+// a cancelled ctx stops handing out work.
+func parallel(ctx context.Context, n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				fn(i)
+			}
+		}()
+	}
+loop:
+	for i := 0; i < n; i++ {
+		select {
+		case jobs <- i:
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	close(jobs)
+	wg.Wait()
 }

@@ -20,6 +20,7 @@ type GenerateOptions struct {
 	Output         string
 	OutputDir      string
 	Force          bool
+	Prune          bool
 	CAPIAPIVersion string
 }
 
@@ -32,7 +33,7 @@ func NewCmdGenerate(f *Factory, runF func(*GenerateOptions) error) *cobra.Comman
 		Long: `Render, offline, the objects that make every component of the cluster
 scrapeable securely: the KubeadmControlPlane change, proxies, RBAC and scrape
 configuration. Data goes to stdout (or --output-dir); warnings to stderr.`,
-		Example: `  eksa-metrics generate -f cluster.yaml | kubectl apply --server-side -f -
+		Example: `  eksa-metrics generate -f cluster.yaml | kubectl apply --server-side --field-manager=eksa-metrics -f -
   eksa-metrics generate -f cluster.yaml -o kustomize --output-dir out/`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,7 +50,8 @@ configuration. Data goes to stdout (or --output-dir); warnings to stderr.`,
 	fl.StringArrayVarP(&o.Filenames, "filename", "f", nil, "cluster spec file with a metrics section (- for stdin); repeat it, or name a directory, for a fleet (needs -o kustomize --output-dir)")
 	fl.StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml, json or kustomize")
 	fl.StringVar(&o.OutputDir, "output-dir", "", "directory for -o kustomize")
-	fl.BoolVar(&o.Force, "force", false, "replace a non-empty --output-dir")
+	fl.BoolVar(&o.Force, "force", false, "replace a non-empty --output-dir that eksa-metrics wrote before (never one holding other files)")
+	fl.BoolVar(&o.Prune, "prune", false, "in a fleet, remove the directories eksa-metrics wrote for clusters no input defines any more")
 	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion: v1beta1 (EKS-A <= v0.24) or v1beta2 (default)")
 	return cmd
 }
@@ -67,6 +69,9 @@ func (o *GenerateOptions) Validate() error {
 	case "kustomize":
 		if o.OutputDir == "" {
 			return usageErrorf("-o kustomize needs --output-dir DIR")
+		}
+		if o.Prune && !o.Force {
+			return usageErrorf("--prune removes directories: it needs --force")
 		}
 	default:
 		return usageErrorf("-o %q is not one of yaml, json, kustomize", o.Output)
@@ -102,19 +107,31 @@ func (o *GenerateOptions) Run() error {
 	out := o.f.IOStreams.Out
 	switch o.Output {
 	case "json":
+		o.warnApplyOnly(r)
 		return output.WriteJSON(out, r)
 	case "kustomize":
 		files, err := output.Files(r)
 		if err != nil {
 			return err
 		}
-		if err := output.WriteDir(o.OutputDir, files, o.Force); err != nil {
+		if err := output.WriteDir(o.OutputDir, files, output.WriteOptions{Force: o.Force, Cluster: r.Config.ClusterName, Inputs: o.Filenames}); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "Wrote %d files to %s; read %s/PLAN.md before applying.\n", len(files), o.OutputDir, o.OutputDir)
 		return nil
 	}
+	o.warnApplyOnly(r)
 	return output.WriteYAML(out, r)
+}
+
+// warnApplyOnly says what a stream on stdout cannot carry: the edits that
+// only eksa-metrics apply makes (a Deployment's atomic container args, a
+// field inside kube-proxy's config.conf).
+func (o *GenerateOptions) warnApplyOnly(r *render.Result) {
+	if n := len(r.ApplyOnly()); n > 0 {
+		fmt.Fprintf(o.f.IOStreams.ErrOut, "Warning: %d change%s cannot be expressed as objects and %s left out of this output (%s); eksa-metrics apply makes them, or see PLAN.md of -o kustomize\n",
+			n, plural(n), map[bool]string{true: "is", false: "are"}[n == 1], strings.Join(r.ApplyOnly(), "; "))
+	}
 }
 
 // loadFile opens and loads one cluster file (- is standard input).

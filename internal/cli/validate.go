@@ -3,9 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -108,6 +106,9 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if len(files) != 1 || files[0] != o.Filenames[0] {
+		if len(files) == 0 {
+			return &spec.InvalidError{Problems: []spec.Problem{{File: strings.Join(o.Filenames, ", "), Detail: "no cluster spec (a YAML file with kind: Cluster) found; nothing was validated"}}}
+		}
 		return o.runFleet(ctx, files)
 	}
 	opts := spec.Options{CAPIAPIVersion: o.CAPIAPIVersion}
@@ -122,13 +123,14 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		}
 	}
 	if o.Kubeconfig != "" && in.Result != nil {
-		mgmt, workload, err := connectClusters(ctx, o.ClusterFlags, in.Result.Config.ClusterName, in.Result.Config.Management)
-		if err != nil {
-			return err
-		}
-		in.Management, in.Workload = mgmt, workload
+		// An unreachable cluster does not hide the offline results: the online
+		// checks are reported as not run.
+		in.Management, in.Workload, in.OnlineErr = connectClusters(ctx, o.ClusterFlags, in.Result.Config.ClusterName, in.Result.Config.Management)
 	}
 	results := validate.Run(ctx, in, o.skipSet())
+	if o.Strict {
+		results = validate.Strict(results)
+	}
 	out := o.f.IOStreams.Out
 	switch o.Output {
 	case "json":
@@ -155,15 +157,11 @@ func (o *ValidateOptions) skipSet() map[string]bool {
 // outcome turns results into the exit status.
 func (o *ValidateOptions) outcome(results []validate.Result) error {
 	s := validate.Summary(results)
-	failed := s[validate.Fail]
-	if o.Strict {
-		failed += s[validate.Warn]
-	}
 	switch {
-	case failed > 0:
-		return &validateFailedError{failed}
-	case s[validate.Error] > 0:
-		return fmt.Errorf("%d check(s) could not run; see the lines marked ❗", s[validate.Error])
+	case s.Fail > 0:
+		return &validateFailedError{s.Fail}
+	case s.Error > 0:
+		return fmt.Errorf("%d check(s) could not run; see the lines marked ❗", s.Error)
 	}
 	return nil
 }
@@ -175,24 +173,15 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 		return usageErrorf("--kubeconfig checks one cluster: give one -f")
 	}
 	reports := make([]validate.FileReport, len(files))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				in := &validate.Input{Path: files[i]}
-				in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
-				reports[i] = validate.FileReport{File: files[i], Results: validate.Run(ctx, in, o.skipSet())}
-			}
-		}()
-	}
-	for i := range files {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+	parallel(ctx, len(files), func(i int) {
+		in := &validate.Input{Path: files[i]}
+		in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+		results := validate.Run(ctx, in, o.skipSet())
+		if o.Strict {
+			results = validate.Strict(results)
+		}
+		reports[i] = validate.FileReport{File: files[i], Results: results}
+	})
 	var all []validate.Result
 	for _, r := range reports {
 		all = append(all, r.Results...)

@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,14 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
-	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 )
 
@@ -71,7 +64,7 @@ Temporary ServiceAccounts verify creates are deleted, also on Ctrl-C.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&o.Filename, "filename", "f", "", "cluster spec file with a metrics section (- for stdin)")
+	fl.VarP(singleValue{&o.Filename}, "filename", "f", "cluster spec file with a metrics section (- for stdin); one cluster")
 	o.ClusterFlags.bind(fl)
 	fl.StringVarP(&o.Output, "output", "o", "table", "table or json")
 	fl.IntVar(&o.Concurrency, "concurrency", 16, "targets checked at once")
@@ -85,8 +78,6 @@ func (o *VerifyOptions) Validate() error {
 	switch {
 	case o.Filename == "":
 		return usageErrorf("-f/--filename is required")
-	case o.Kubeconfig == "":
-		return usageErrorf("--kubeconfig is required: the management cluster's kubeconfig")
 	case o.Output != "table" && o.Output != "json":
 		return usageErrorf("-o %q is not one of table, json", o.Output)
 	case o.Concurrency < 1:
@@ -131,13 +122,19 @@ func (o *VerifyOptions) Run(ctx context.Context) error {
 	}
 	targets := verify.Targets(r.Config, strings.TrimSuffix(workload.Server, "/"), nodes)
 
-	ids := &identities{core: workload.Core, suffix: randomSuffix(), errOut: o.f.IOStreams.ErrOut}
-	defer ids.cleanup()
-	scraper, unbound, err := ids.create(ctx, r.Config.Scrapers)
+	ids, err := verify.NewIdentities(ctx, workload.Core, r.Config.Scrapers)
+	defer func() {
+		// A context of its own: cleanup also runs after Ctrl-C.
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := ids.Cleanup(cctx); err != nil {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "Warning: cleaning up verify's temporary objects: %v\n", err)
+		}
+	}()
 	if err != nil {
 		return err
 	}
-	results := verify.Run(ctx, targets, verify.Options{ScraperToken: scraper, UnboundToken: unbound, ClusterCA: workload.CA, Concurrency: o.Concurrency, Timeout: o.Timeout})
+	results := verify.Run(ctx, targets, verify.Options{ScraperToken: ids.ScraperToken, UnboundToken: ids.UnboundToken, ClusterCA: workload.CA, Concurrency: o.Concurrency, Timeout: o.Timeout})
 	if err := o.print(results); err != nil {
 		return err
 	}
@@ -191,97 +188,4 @@ func (o *VerifyOptions) print(results []verify.Result) error {
 			status(r.Unbound), status(r.Anonymous), dash(r.Version), dash(r.Uptime), result)
 	}
 	return tw.Flush()
-}
-
-// identities are the temporary ServiceAccounts verify makes.
-type identities struct {
-	core   kubernetes.Interface
-	suffix string
-	errOut io.Writer
-	undo   []func(context.Context) error
-}
-
-const verifyNS = "kube-system"
-
-func randomSuffix() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// create returns a token for the scraper (its own ServiceAccount's, or a
-// temporary ServiceAccount bound like a User/Group scraper) and one for a
-// temporary ServiceAccount with no binding.
-func (ids *identities) create(ctx context.Context, scrapers []spec.Scraper) (string, string, error) {
-	var scraperToken string
-	for _, s := range scrapers {
-		if s.Kind == spec.ScraperServiceAccount {
-			tok, err := ids.token(ctx, s.Namespace, s.Name)
-			if err != nil {
-				return "", "", fmt.Errorf("the scraper ServiceAccount %s/%s: %w; create it (it is the identity Prometheus runs as) or fix spec.scrapers", s.Namespace, s.Name, err)
-			}
-			scraperToken = tok
-			break
-		}
-	}
-	if scraperToken == "" {
-		name := "eksa-metrics-verify-scraper-" + ids.suffix
-		if err := ids.serviceAccount(ctx, name); err != nil {
-			return "", "", err
-		}
-		crb := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: templates.ReaderRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: verifyNS}},
-		}
-		if _, err := ids.core.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-			return "", "", fmt.Errorf("binding a temporary scraper for the User/Group scrapers: %w", err)
-		}
-		ids.undo = append(ids.undo, func(c context.Context) error {
-			return ids.core.RbacV1().ClusterRoleBindings().Delete(c, name, metav1.DeleteOptions{})
-		})
-		tok, err := ids.token(ctx, verifyNS, name)
-		if err != nil {
-			return "", "", err
-		}
-		scraperToken = tok
-	}
-	unbound := "eksa-metrics-verify-unbound-" + ids.suffix
-	if err := ids.serviceAccount(ctx, unbound); err != nil {
-		return "", "", err
-	}
-	tok, err := ids.token(ctx, verifyNS, unbound)
-	return scraperToken, tok, err
-}
-
-// cleanup deletes what create made, newest first, with a context of its own
-// so that it also runs after Ctrl-C cancelled the work.
-func (ids *identities) cleanup() {
-	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for i := len(ids.undo) - 1; i >= 0; i-- {
-		if err := ids.undo[i](cctx); err != nil {
-			fmt.Fprintf(ids.errOut, "Warning: cleaning up: %v\n", err)
-		}
-	}
-}
-
-func (ids *identities) serviceAccount(ctx context.Context, name string) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: verifyNS, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}}}
-	if _, err := ids.core.CoreV1().ServiceAccounts(verifyNS).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the temporary ServiceAccount %s/%s: %w", verifyNS, name, err)
-	}
-	ids.undo = append(ids.undo, func(c context.Context) error {
-		return ids.core.CoreV1().ServiceAccounts(verifyNS).Delete(c, name, metav1.DeleteOptions{})
-	})
-	return nil
-}
-
-func (ids *identities) token(ctx context.Context, ns, name string) (string, error) {
-	exp := int64(600)
-	tr, err := ids.core.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
-	if err != nil {
-		return "", err
-	}
-	return tr.Status.Token, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,8 +76,12 @@ func (e *UnreachableError) Error() string {
 	if e.Server != "" {
 		server = " (server " + e.Server + ")"
 	}
-	return fmt.Sprintf("cannot reach the %s cluster of kubeconfig %q, %s%s: %v; check that the file and context are right and that the API server is reachable from here (kubectl --kubeconfig %s cluster-info)",
-		e.Role, e.Kubeconfig, ctx, server, e.Err, e.Kubeconfig)
+	try := "kubectl --kubeconfig " + e.Kubeconfig + " cluster-info"
+	if strings.ContainsAny(e.Kubeconfig, " $~") {
+		try = "kubectl cluster-info"
+	}
+	return fmt.Sprintf("cannot reach the %s cluster of kubeconfig %q, %s%s: %v; check that the file and context are right and that the API server is reachable from here (%s)",
+		e.Role, e.Kubeconfig, ctx, server, e.Err, try)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
@@ -85,7 +90,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, error) {
 	c := &Cluster{Role: role, Kubeconfig: opts.Kubeconfig, Context: opts.Context}
 	fail := func(err error) (*Cluster, error) {
-		return nil, &UnreachableError{Role: role, Kubeconfig: opts.Kubeconfig, Context: opts.Context, Server: c.Server, Err: err}
+		return nil, &UnreachableError{Role: role, Kubeconfig: c.Kubeconfig, Context: opts.Context, Server: c.Server, Err: err}
 	}
 	var loader clientcmd.ClientConfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
@@ -96,7 +101,16 @@ func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, e
 		}
 		loader = clientcmd.NewDefaultClientConfig(*raw, overrides)
 	} else {
-		loader = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.Kubeconfig}, overrides)
+		// kubectl's rules: the explicit file, else $KUBECONFIG, else ~/.kube/config.
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = opts.Kubeconfig
+		if opts.Kubeconfig == "" {
+			c.Kubeconfig = "$KUBECONFIG or ~/.kube/config"
+			if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+				c.Kubeconfig = env
+			}
+		}
+		loader = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	}
 	cfg, err := loader.ClientConfig()
 	if err != nil {

@@ -59,7 +59,7 @@ func config(t *testing.T, specPath string, exposure spec.Exposure, capi string) 
 		t.Fatal(err)
 	}
 	c := spec.Default(f, spec.Options{CAPIAPIVersion: capi})
-	if _, err := spec.Validate(f, c); err != nil {
+	if _, err := spec.Validate(f, c, spec.Options{CAPIAPIVersion: capi}); err != nil {
 		t.Fatal(err)
 	}
 	return c

@@ -20,6 +20,12 @@ import (
 // a comment naming the cluster it is for.
 func WriteYAML(w io.Writer, r *render.Result) error {
 	var buf bytes.Buffer
+	if edits := r.ApplyOnly(); len(edits) > 0 {
+		buf.WriteString("# eksa-metrics: these changes are not objects and are not in this stream; eksa-metrics apply makes them:\n")
+		for _, e := range edits {
+			fmt.Fprintf(&buf, "# - %s\n", e)
+		}
+	}
 	for i, o := range r.Objects {
 		if i > 0 {
 			buf.WriteString("---\n")

@@ -22,7 +22,8 @@ func (r *Result) PlanMarkdown() string {
 	if c.Management {
 		role = "management cluster"
 	}
-	fmt.Fprintf(&b, ", %s, CAPI %s, exposure `%s`.\n\n", role, c.CAPIVersion, c.Exposure)
+	fmt.Fprintf(&b, ", %s, CAPI %s, exposure `%s`.\n", role, c.CAPIVersion, c.Exposure)
+	fmt.Fprintf(&b, "KubeadmControlPlane contract %s, chosen by %s.\n\n", c.CAPIVersion, c.CAPIReason)
 
 	b.WriteString("## What rolls out\n\n")
 	if !r.Change.Applicable() {

@@ -59,6 +59,11 @@ func (o Object) String() string {
 	return fmt.Sprintf("%s %s", o.Kind(), o.Name())
 }
 
+// Owned reports whether eksa-metrics creates the object and so owns all of
+// it. A KubeadmControlPlane is only changed: EKS Anywhere owns the object,
+// eksa-metrics a few extraArgs items in it.
+func (o Object) Owned() bool { return o.Kind() != "KubeadmControlPlane" }
+
 // KubeProxyEdit is the bindAddress-mode change inside the kube-proxy
 // ConfigMap's config.conf, which no object can express; apply performs it.
 type KubeProxyEdit struct {
@@ -81,7 +86,7 @@ type Result struct {
 // invalid input gives a *spec.InvalidError and no result.
 func Render(f *spec.File, opts spec.Options) (*Result, error) {
 	cfg := spec.Default(f, opts)
-	warns, err := spec.Validate(f, cfg)
+	warns, err := spec.Validate(f, cfg, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +164,21 @@ func (r *Result) ObjectsFor(t Target) []Object {
 		if o.Target == t {
 			out = append(out, o)
 		}
+	}
+	return out
+}
+
+// ApplyOnly names the changes that are not objects, so that a YAML or JSON
+// stream cannot carry them: eksa-metrics apply makes them by
+// read-modify-write (a Deployment's container args are an atomic list; the
+// kube-proxy setting is a field inside a string).
+func (r *Result) ApplyOnly() []string {
+	var out []string
+	for _, e := range r.DeploymentEdits {
+		out = append(out, e.Name()+" (management cluster)")
+	}
+	if r.KubeProxyEdit != nil {
+		out = append(out, "ConfigMap kube-system/kube-proxy config.conf metricsBindAddress (workload cluster)")
 	}
 	return out
 }

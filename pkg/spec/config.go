@@ -7,8 +7,10 @@ type Config struct {
 	KubeVersion KubeVersion
 	Provider    Provider
 	// OSFamily of the control-plane machines; empty for Docker.
-	OSFamily       string
-	CAPIVersion    string // CAPIv1beta1 or CAPIv1beta2
+	OSFamily    string
+	CAPIVersion string // CAPIv1beta1 or CAPIv1beta2
+	// CAPIReason says why CAPIVersion was chosen.
+	CAPIReason     string
 	EKSAVersion    *EKSAVersion
 	Management     bool
 	ExternalEtcd   bool

@@ -32,16 +32,16 @@ func Default(f *File, opts Options) *Config {
 		AllowInsecure:  m.AllowInsecure,
 	}
 	c.KubeVersion, _ = ParseKubeVersion(cl.Spec.KubernetesVersion)
-	c.CAPIVersion = CAPIv1beta2
+	c.CAPIVersion, c.CAPIReason = CAPIv1beta2, "default (no spec.eksaVersion and no --capi-api-version; EKS Anywhere v0.25 and later use v1beta2)"
 	if opts.CAPIAPIVersion != "" {
-		c.CAPIVersion = opts.CAPIAPIVersion
+		c.CAPIVersion, c.CAPIReason = opts.CAPIAPIVersion, "--capi-api-version"
 	}
 	if cl.Spec.EksaVersion != "" {
 		if v, err := ParseEKSAVersion(cl.Spec.EksaVersion); err == nil {
 			c.EKSAVersion = &v
-			c.CAPIVersion = CAPIv1beta2
+			c.CAPIVersion, c.CAPIReason = CAPIv1beta2, "spec.eksaVersion "+v.String()+" (v0.25 and later use v1beta2)"
 			if v.Less(EKSAv1beta2) {
-				c.CAPIVersion = CAPIv1beta1
+				c.CAPIVersion, c.CAPIReason = CAPIv1beta1, "spec.eksaVersion "+v.String()+" (v0.24 and earlier use v1beta1)"
 			}
 		}
 	}
@@ -66,9 +66,10 @@ func Default(f *File, opts Options) *Config {
 	c.ManagementComponents = boolOr(m.ManagementComponents.Enabled, c.Management)
 	c.ManagementExclude = m.ManagementComponents.Exclude
 
-	zDefault := c.KubeVersion.AtLeast(ZPagesDefaultOnMinor)
-	c.Statusz = boolOr(m.ZPages.Statusz, zDefault)
-	c.Flagz = boolOr(m.ZPages.Flagz, zDefault)
+	// Scrapers get z-pages only when asked: /flagz shows every flag of a
+	// component, more than metrics need.
+	c.Statusz = boolOr(m.ZPages.Statusz, false)
+	c.Flagz = boolOr(m.ZPages.Flagz, false)
 
 	c.TLSMinVersion = m.TLS.MinVersion
 	if c.TLSMinVersion == "" {

@@ -121,7 +121,7 @@ func (f *File) parseDocuments() error {
 			break
 		}
 		if err != nil {
-			return f.invalid(yamlProblem(f.Path, err))
+			return f.invalid(yamlProblem(f.Path, f.Raw, err))
 		}
 		if len(n.Content) == 0 || isNull(n.Content[0]) {
 			continue // an empty document
@@ -146,12 +146,42 @@ func (f *File) parseDocuments() error {
 	return nil
 }
 
-func yamlProblem(file string, err error) Problem {
+func yamlProblem(file string, raw []byte, err error) Problem {
 	if m := yamlErrorPos.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return Problem{File: file, Line: line, Detail: "malformed YAML: " + m[2]}
+		return Problem{File: file, Line: syntaxErrorLine(raw, line), Detail: "malformed YAML: " + m[2]}
 	}
 	return Problem{File: file, Detail: "malformed YAML: " + err.Error()}
+}
+
+// syntaxErrorLine finds the line of a YAML syntax error. The YAML library
+// reports some errors on the line before the one at fault (parser errors
+// count lines from 0), others on the right one. The file cut after the
+// faulty line is the first cut that fails to parse, so the cuts after the
+// reported line and the two next are tried.
+func syntaxErrorLine(raw []byte, reported int) int {
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	for k := max(reported, 1); k <= reported+2 && k <= len(lines); k++ {
+		if !parses(bytes.Join(lines[:k], nil)) {
+			return k
+		}
+	}
+	return reported
+}
+
+// parses reports whether every document of raw is well-formed YAML.
+func parses(raw []byte) bool {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
 }
 
 func isMachineConfig(d *document) bool {
@@ -219,6 +249,9 @@ func (f *File) selectDocuments() []Problem {
 	nSections := len(metricsDocs) + len(inlines)
 	switch {
 	case nSections == 0:
+		if near := f.nearMisses(clusters); len(near) > 0 {
+			return near
+		}
 		at(0, "", "no metrics section: add a document of kind "+Kind+" (apiVersion "+APIVersion+") or a spec.metrics section to the Cluster; see docs/reference.md")
 		return probs
 	case nSections > 1:
@@ -327,4 +360,62 @@ func (f *File) decodeMetrics() []Problem {
 		return d.lines.problems(f.Path, dec.errs)
 	}
 	return nil
+}
+
+// nearMisses finds what was probably meant as the metrics section: a
+// document whose kind is a misspelt MetricsConfig (or that uses the
+// MetricsConfig API group with another kind), or a Cluster.spec key that is
+// a misspelt "metrics".
+func (f *File) nearMisses(clusters []*document) []Problem {
+	var probs []Problem
+	for _, d := range f.docs {
+		group, _, _ := strings.Cut(d.apiVersion, "/")
+		if d.kind != Kind && (group == APIGroup || d.kind != "" && editDistance(strings.ToLower(d.kind), strings.ToLower(Kind)) <= 3) {
+			probs = append(probs, Problem{File: f.Path, Line: lineOfKey(d.root, "kind"), Field: "kind",
+				Detail: fmt.Sprintf("no metrics section found; this document has kind %q: did you mean %q?", d.kind, Kind)})
+		}
+	}
+	for _, c := range clusters {
+		spec := mappingField(c.root, "spec")
+		if spec == nil {
+			continue
+		}
+		for i := 0; i+1 < len(spec.Content); i += 2 {
+			k := spec.Content[i].Value
+			if k != "metrics" && editDistance(strings.ToLower(k), "metrics") <= 2 {
+				probs = append(probs, Problem{File: f.Path, Line: spec.Content[i].Line, Field: "spec." + k,
+					Detail: "no metrics section found; did you mean spec.metrics?"})
+			}
+		}
+	}
+	return probs
+}
+
+func lineOfKey(m *yaml.Node, key string) int {
+	if k, _ := valueNode(m, key); k != nil {
+		return k.Line
+	}
+	return m.Line
+}
+
+// editDistance is the Levenshtein distance of two short strings.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }

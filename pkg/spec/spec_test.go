@@ -66,7 +66,7 @@ spec: {osFamily: Bottlerocket}
 		t.Fatal(err)
 	}
 	c := Default(f, Options{})
-	if c.Management || c.ManagementComponents || !c.ExternalEtcd || c.Etcd || !c.ExternalEtcdScrape || !c.Statusz || !c.Flagz ||
+	if c.Management || c.ManagementComponents || !c.ExternalEtcd || c.Etcd || !c.ExternalEtcdScrape || c.Statusz || c.Flagz ||
 		c.Exposure != ExposureProxy || c.MonitoringNamespace != "monitoring" || !c.Bottlerocket() || c.Provider != ProviderVSphere ||
 		c.Images.KubeRBACProxy != DefaultKubeRBACProxyImage || c.TLSMinVersion != TLS12 {
 		t.Fatalf("unexpected defaults: %+v", c)
@@ -103,7 +103,7 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		c := Default(file, Options{})
-		if _, err := Validate(file, c); err != nil {
+		if _, err := Validate(file, c, Options{}); err != nil {
 			var inv *InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("a validation error that is not a problem list: %v", err)
@@ -114,4 +114,39 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("ClusterYAML: %v", err)
 		}
 	})
+}
+
+// YAML syntax errors name the line at fault; the YAML library reports some of
+// them one line early.
+func TestSyntaxErrorLines(t *testing.T) {
+	for in, want := range map[string]int{
+		"a: 1\nb: [1, 2\n":             2, // an unclosed flow sequence
+		"a: 1\nb:\n  c: 1\n d: 2\n":    4, // bad indentation
+		"a: 1\nb: \"x\nc: 3\n":         2, // an unclosed quote
+		"a: 1\nb: @x\nc: 3\n":          2, // a reserved character
+		"a: 1\n- b\nc: 3\n":            2, // a list item in a mapping
+		"a:\n  b: 1\n\tc: 2\n":         3, // a tab
+		"x: 1\n---\na: 1\n- b\nc: 3\n": 4, // in a later document
+	} {
+		_, err := Load("f.yaml", strings.NewReader(in))
+		var inv *InvalidError
+		if !errors.As(err, &inv) || inv.Problems[0].Line != want {
+			t.Errorf("%q: %v, want line %d", in, err, want)
+		}
+	}
+}
+
+func TestRemoveJSONMember(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"spec": {"a": 1, "metrics": {"x": [1, {"y": "}"}]}, "b": 2}}`, `{"spec": {"a": 1, "b": 2}}`},
+		{`{"spec": {"a": 1, "metrics": {}}}`, `{"spec": {"a": 1}}`},
+		{`{"spec": {"metrics": "x\"y", "a": 1}}`, `{"spec": {"a": 1}}`},
+		{`{"spec": {"metrics": null}}`, `{"spec": {}}`},
+		{`{"kind": "C", "spec": {"a": [1, 2], "metrics": true}}`, `{"kind": "C", "spec": {"a": [1, 2]}}`},
+	} {
+		got, err := removeJSONMember([]byte(tc.in), "spec", "metrics")
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
@@ -32,6 +33,13 @@ func (f *File) ClusterYAML() ([]byte, error) {
 			}
 		}
 	case FormInline:
+		if doc := f.docText(f.clusterDoc); isJSON(doc) {
+			out, err := removeJSONMember(doc, "spec", "metrics")
+			if err != nil {
+				return nil, fmt.Errorf("%s: spec.metrics: cannot remove the metrics section from the JSON document: %w", f.Path, err)
+			}
+			return bytes.Replace(f.Raw, doc, out, 1), nil
+		}
 		if f.specNode.Style&yaml.FlowStyle != 0 {
 			return nil, fmt.Errorf("%s:%d: spec.metrics: cannot remove the metrics section from a flow-style spec {...}; write Cluster.spec in block style", f.Path, f.metricsKey.Line)
 		}
@@ -59,4 +67,19 @@ func (f *File) ClusterYAML() ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
+}
+
+// docText is the text of a document, its separators excluded.
+func (f *File) docText(d *document) []byte {
+	lines := bytes.SplitAfter(f.Raw, []byte("\n"))
+	if d.firstLine < 1 || d.lastLine > len(lines) || d.firstLine > d.lastLine {
+		return nil
+	}
+	return bytes.Join(lines[d.firstLine-1:d.lastLine], nil)
+}
+
+// isJSON reports whether a document is written as a JSON object.
+func isJSON(doc []byte) bool {
+	t := bytes.TrimSpace(doc)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -17,7 +18,7 @@ type Warning struct {
 
 // Validate checks the defaulted configuration against the file. It returns an
 // *InvalidError listing every problem, and the warnings.
-func Validate(f *File, c *Config) ([]Warning, error) {
+func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
 	root := field.NewPath("spec")
 	if f.Form == FormInline {
 		root = root.Child("metrics")
@@ -34,6 +35,10 @@ func Validate(f *File, c *Config) ([]Warning, error) {
 	cl := &f.Cluster
 	if cl.Metadata.Name == "" {
 		cErrs = append(cErrs, field.Required(field.NewPath("metadata", "name"), "the Cluster needs a name"))
+	} else {
+		for _, msg := range ClusterNameProblems(cl.Metadata.Name) {
+			cErrs = append(cErrs, field.Invalid(field.NewPath("metadata", "name"), cl.Metadata.Name, msg))
+		}
 	}
 	if cl.Spec.KubernetesVersion == "" {
 		cErrs = append(cErrs, field.Required(cs.Child("kubernetesVersion"), "eksa-metrics renders per Kubernetes version"))
@@ -65,7 +70,15 @@ func Validate(f *File, c *Config) ([]Warning, error) {
 			mErrs = append(mErrs, field.Invalid(field.NewPath("metadata", "name"), f.MetricsName, fmt.Sprintf("must equal spec.clusterRef.name %q", m.ClusterRef.Name)))
 		}
 	}
-	mErrs = append(mErrs, validateScrapers(m.Scrapers, root.Child("scrapers"))...)
+	scraperErrs, scraperWarns := validateScrapers(m.Scrapers, root.Child("scrapers"))
+	mErrs = append(mErrs, scraperErrs...)
+	for _, w := range scraperWarns {
+		warn(f.lineIndex(), w.path, "%s", w.detail)
+	}
+	if opts.CAPIAPIVersion != "" && c.EKSAVersion != nil && opts.CAPIAPIVersion != c.CAPIVersion {
+		cErrs = append(cErrs, field.Invalid(cs.Child("eksaVersion"), cl.Spec.EksaVersion, fmt.Sprintf(
+			"EKS Anywhere %s uses KubeadmControlPlane %s, but --capi-api-version says %s; drop the flag (eksaVersion decides) or fix eksaVersion", c.EKSAVersion, c.CAPIVersion, opts.CAPIAPIVersion)))
+	}
 	if m.Exposure != "" && m.Exposure != ExposureProxy && m.Exposure != ExposureBindAddress {
 		mErrs = append(mErrs, field.NotSupported(root.Child("exposure"), m.Exposure, []Exposure{ExposureProxy, ExposureBindAddress}))
 	}
@@ -90,17 +103,27 @@ func Validate(f *File, c *Config) ([]Warning, error) {
 			mErrs = append(mErrs, field.Invalid(root.Child("managementComponents", "exclude").Index(i), ex, "must be a Deployment as namespace/name, e.g. capi-system/capi-controller-manager"))
 		}
 	}
-	for name, img := range map[string]string{"kubeRBACProxy": m.Images.KubeRBACProxy, "haproxy": m.Images.HAProxy} {
-		if img != "" && (strings.ContainsAny(img, " \t\n") || strings.HasPrefix(img, "-")) {
-			mErrs = append(mErrs, field.Invalid(root.Child("images", name), img, "must be an image reference such as registry/repository:tag"))
+	for _, img := range []struct{ name, ref string }{{"kubeRBACProxy", m.Images.KubeRBACProxy}, {"haproxy", m.Images.HAProxy}} {
+		if img.ref == "" {
+			continue
+		}
+		p := root.Child("images", img.name)
+		problem, warning := ImageProblems(img.ref)
+		if problem != "" {
+			mErrs = append(mErrs, field.Invalid(p, img.ref, problem))
+		} else if warning != "" {
+			warn(f.lineIndex(), p, "%s", warning)
 		}
 	}
 
 	// Version-dependent rules.
 	kv := c.KubeVersion
 	if kv.Major == 1 && !kv.AtLeast(ZPagesMinMinor) {
-		for name, p := range map[string]*bool{"statusz": m.ZPages.Statusz, "flagz": m.ZPages.Flagz} {
-			if p != nil && *p {
+		for _, z := range []struct {
+			name string
+			on   *bool
+		}{{"statusz", m.ZPages.Statusz}, {"flagz", m.ZPages.Flagz}} {
+			if name, p := z.name, z.on; p != nil && *p {
 				mErrs = append(mErrs, field.Invalid(root.Child("zPages", name), true,
 					fmt.Sprintf("z-pages need Kubernetes 1.%d or later (the Cluster runs %s); set it to false or upgrade first", ZPagesMinMinor, kv)))
 			}
@@ -132,6 +155,9 @@ func Validate(f *File, c *Config) ([]Warning, error) {
 	if c.ExternalEtcdScrape {
 		warn(f.lineIndex(), root.Child("components", "etcd"), "the Cluster uses external etcd: nothing is patched; its metrics are on https://<etcd IP>:2379/metrics and need an etcd client certificate (the scrape configuration says so)")
 	}
+	if c.EKSAVersion == nil && opts.CAPIAPIVersion == "" {
+		warn(f.clusterDoc.lines, cs.Child("eksaVersion"), "not set, so the KubeadmControlPlane is rendered for CAPI %s by %s; set spec.eksaVersion, or pass --capi-api-version v1beta1 for a management cluster on EKS Anywhere v0.24 or earlier", c.CAPIVersion, c.CAPIReason)
+	}
 	if c.Provider == ProviderCloudStack {
 		warn(f.clusterDoc.lines, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in v0.26.0")
 	}
@@ -152,10 +178,38 @@ func (f *File) lineIndex() lineIndex {
 	return f.clusterDoc.lines
 }
 
-func validateScrapers(scrapers []Scraper, p *field.Path) field.ErrorList {
+// everyone are the identities that stand for every user, every
+// authenticated user or every ServiceAccount: binding the reader role to one
+// of them grants metrics to everybody.
+var everyone = map[string]string{
+	"system:anonymous":       "every request without credentials",
+	"system:unauthenticated": "every request without credentials",
+	"system:authenticated":   "every authenticated user",
+	"system:serviceaccounts": "every ServiceAccount of the cluster",
+}
+
+// Everyone says whom an RBAC subject name stands for when it stands for a
+// whole population ("" when it names a particular identity).
+func Everyone(name string) string {
+	if who, ok := everyone[name]; ok {
+		return who
+	}
+	if ns, ok := strings.CutPrefix(name, "system:serviceaccounts:"); ok {
+		return "every ServiceAccount of namespace " + ns
+	}
+	return ""
+}
+
+type located struct {
+	path   *field.Path
+	detail string
+}
+
+func validateScrapers(scrapers []Scraper, p *field.Path) (field.ErrorList, []located) {
 	var errs field.ErrorList
+	var warns []located
 	if len(scrapers) == 0 {
-		return append(errs, field.Required(p, "at least one identity that may read metrics, e.g. {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}"))
+		return append(errs, field.Required(p, "at least one identity that may read metrics, e.g. {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}")), nil
 	}
 	seen := map[Scraper]int{}
 	for i, s := range scrapers {
@@ -165,6 +219,10 @@ func validateScrapers(scrapers []Scraper, p *field.Path) field.ErrorList {
 			continue
 		}
 		seen[s] = i
+		if who := Everyone(s.Name); who != "" {
+			errs = append(errs, field.Forbidden(ip.Child("name"), fmt.Sprintf("%q stands for %s: binding it would serve metrics to all of them; name the identity Prometheus runs as", s.Name, who)))
+			continue
+		}
 		switch s.Kind {
 		case ScraperServiceAccount:
 			for _, msg := range validation.IsDNS1123Subdomain(s.Name) {
@@ -177,9 +235,14 @@ func validateScrapers(scrapers []Scraper, p *field.Path) field.ErrorList {
 					errs = append(errs, field.Invalid(ip.Child("namespace"), s.Namespace, msg))
 				}
 			}
+			if s.Name == "default" {
+				warns = append(warns, located{ip.Child("name"), fmt.Sprintf("the default ServiceAccount of %q is shared by every pod of that namespace that names no other; give Prometheus a ServiceAccount of its own", s.Namespace)})
+			}
 		case ScraperUser, ScraperGroup:
 			if s.Name == "" {
 				errs = append(errs, field.Required(ip.Child("name"), "the user or group name"))
+			} else if msg := subjectNameProblem(s.Name); msg != "" {
+				errs = append(errs, field.Invalid(ip.Child("name"), s.Name, msg))
 			}
 			if s.Namespace != "" {
 				errs = append(errs, field.Forbidden(ip.Child("namespace"), fmt.Sprintf("only a ServiceAccount has a namespace, not a %s", s.Kind)))
@@ -187,11 +250,44 @@ func validateScrapers(scrapers []Scraper, p *field.Path) field.ErrorList {
 			if strings.HasPrefix(s.Name, "system:serviceaccount:") {
 				errs = append(errs, field.Invalid(ip.Child("name"), s.Name, "write a ServiceAccount as {kind: ServiceAccount, name, namespace}"))
 			}
+			if s.Kind == ScraperGroup && (s.Name == "system:nodes" || s.Name == "system:masters" || s.Name == "kubeadm:cluster-admins") {
+				warns = append(warns, located{ip.Child("name"), fmt.Sprintf("group %q is shared by many identities that are not Prometheus; bind the identity Prometheus runs as", s.Name)})
+			}
 		default:
 			errs = append(errs, field.NotSupported(ip.Child("kind"), s.Kind, []ScraperKind{ScraperServiceAccount, ScraperUser, ScraperGroup}))
 		}
 	}
-	return errs
+	return errs, warns
+}
+
+// subjectNameProblem checks a User or Group name: Kubernetes accepts any
+// string, but one with control characters or surrounding spaces is never a
+// real identity and would corrupt the plan and reports it appears in.
+func subjectNameProblem(name string) string {
+	if len(name) > 253 {
+		return "must be at most 253 characters"
+	}
+	if strings.TrimSpace(name) != name {
+		return "must not start or end with spaces"
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || !unicode.IsPrint(r) && r != ' ' {
+			return fmt.Sprintf("must not contain the control character %q", r)
+		}
+	}
+	return ""
+}
+
+// ClusterNameProblems checks a Cluster name. It names Kubernetes objects
+// (KubeadmControlPlane, the <cluster>-kubeconfig Secret) and the output
+// directory of a fleet, so it must be a DNS-1123 label that starts with a
+// letter, as EKS Anywhere requires.
+func ClusterNameProblems(name string) []string {
+	msgs := validation.IsDNS1123Label(name)
+	if len(msgs) == 0 && (name[0] < 'a' || name[0] > 'z') {
+		msgs = append(msgs, "must start with a letter")
+	}
+	return msgs
 }
 
 // MetricsWarning builds a warning located at a field of the metrics section;

@@ -25,6 +25,7 @@ const (
 	InsecureSkipVerifyAnnotation = "eksa-metrics/insecure-skip-verify"
 
 	ReaderRole      = Prefix + "-reader"
+	ZPageReaderRole = Prefix + "-zpages-reader"
 	ProxySA         = Prefix + "-proxy"
 	ControlPlaneDS  = Prefix + "-control-plane-proxy"
 	NodeDS          = Prefix + "-kube-proxy-proxy"

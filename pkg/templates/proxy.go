@@ -26,6 +26,33 @@ func needsProxy(c *spec.Config) bool {
 	return c.Exposure == spec.ExposureProxy && (c.ControllerManager || c.Scheduler || c.Etcd || c.KubeProxy)
 }
 
+// needsRBACProxy reports whether proxy mode runs a kube-rbac-proxy, the only
+// proxy that talks to the API server (TokenReview, SubjectAccessReview).
+func needsRBACProxy(c *spec.Config) bool {
+	return c.Exposure == spec.ExposureProxy && (c.Etcd || c.KubeProxy)
+}
+
+// apiAccessVolume is the ServiceAccount token, cluster CA and namespace the
+// kubelet would mount into every container; here it is mounted only into the
+// containers that call the API server (the pods set
+// automountServiceAccountToken: false).
+const apiAccessVolume = "kube-api-access"
+
+func apiAccess() corev1.Volume {
+	return corev1.Volume{Name: apiAccessVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o444),
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}}
+}
+
+func apiAccessMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: apiAccessVolume, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}
+}
+
 // HAProxyConfig is the TCP pass-through configuration for the secure ports of
 // kube-controller-manager and kube-scheduler: TLS stays end to end and the
 // component authenticates and authorizes the scraper itself.
@@ -118,6 +145,7 @@ func Proxies(c *spec.Config) []Object {
 	}
 	if c.Etcd {
 		cpContainers = append(cpContainers, rbacProxyContainer(c, components.Lookup(components.Etcd)))
+		volumes = append(volumes, apiAccess())
 	}
 	if len(cpContainers) > 0 {
 		ds := daemonSet(ControlPlaneDS, cpContainers, volumes)
@@ -129,7 +157,7 @@ func Proxies(c *spec.Config) []Object {
 		out = append(out, toObject("apps/v1", "DaemonSet", ds))
 	}
 	if c.KubeProxy {
-		ds := daemonSet(NodeDS, []corev1.Container{rbacProxyContainer(c, components.Lookup(components.KubeProxy))}, nil)
+		ds := daemonSet(NodeDS, []corev1.Container{rbacProxyContainer(c, components.Lookup(components.KubeProxy))}, []corev1.Volume{apiAccess()})
 		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} // every node, like kube-proxy
 		out = append(out, toObject("apps/v1", "DaemonSet", ds))
 	}
@@ -143,6 +171,7 @@ func rbacProxyContainer(c *spec.Config, comp components.Cluster) corev1.Containe
 		Args:            KubeRBACProxyArgs(comp.Port, ProxyAllowPaths(c, comp), c.TLSMinVersion),
 		Env:             []corev1.EnvVar{nodeIPEnv()},
 		Ports:           []corev1.ContainerPort{{Name: comp.PortName, ContainerPort: int32(comp.Port), Protocol: corev1.ProtocolTCP}},
+		VolumeMounts:    []corev1.VolumeMount{apiAccessMount()},
 		SecurityContext: hardened(65532),
 		Resources:       smallResources(),
 	}
@@ -160,10 +189,11 @@ func daemonSet(name string, containers []corev1.Container, volumes []corev1.Volu
 				ObjectMeta: metav1.ObjectMeta{Labels: labels(sel)},
 				Spec: corev1.PodSpec{
 					ServiceAccountName:           ProxySA,
-					AutomountServiceAccountToken: ptr.To(true),
-					HostNetwork:                  true,
-					DNSPolicy:                    corev1.DNSClusterFirstWithHostNet,
-					PriorityClassName:            "system-node-critical",
+					AutomountServiceAccountToken: ptr.To(false), // mounted only where used: apiAccess
+
+					HostNetwork:       true,
+					DNSPolicy:         corev1.DNSClusterFirstWithHostNet,
+					PriorityClassName: "system-node-critical",
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

@@ -16,8 +16,9 @@ const AuthDelegator = "system:auth-delegator"
 
 // ReaderRules are the least-privilege rules a scraper needs: get on exactly
 // the metrics paths of the enabled components, and on the kubelet's
-// nodes/metrics (nodes/statusz and nodes/configz for its z-pages). Never a
-// wildcard, never nodes/proxy (it allows exec through the kubelet).
+// nodes/metrics. Never a wildcard, never nodes/proxy (it allows exec through
+// the kubelet). The z-pages are not in it: ZPageRules grants them, only when
+// the metrics section asks.
 func ReaderRules(c *spec.Config) []rbacv1.PolicyRule {
 	urls := map[string]bool{}
 	for _, comp := range Enabled(c) {
@@ -27,36 +28,66 @@ func ReaderRules(c *spec.Config) []rbacv1.PolicyRule {
 		for _, p := range comp.Paths {
 			urls[p] = true
 		}
-		if comp.ZPages {
-			for _, p := range ZPagePaths(c) {
-				urls[p] = true
-			}
-		}
 	}
 	if len(ManagementComponents(c)) > 0 {
 		urls["/metrics"] = true
 	}
 	var rules []rbacv1.PolicyRule
 	if len(urls) > 0 {
-		list := make([]string, 0, len(urls))
-		for u := range urls {
-			list = append(list, u)
-		}
-		sort.Strings(list)
-		rules = append(rules, rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: list})
+		rules = append(rules, rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: sortedKeys(urls)})
 	}
 	if c.Kubelet {
-		res := []string{"nodes/metrics"}
+		rules = append(rules, rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes/metrics"}})
+	}
+	return rules
+}
+
+// ZPageRules grant /statusz and /flagz of the enabled components that serve
+// them, and the kubelet's nodes/statusz and nodes/configz (its /flagz is
+// checked as nodes/configz); nil when no z-page is asked for. /flagz shows
+// every flag of a component, which is why it is a role of its own.
+func ZPageRules(c *spec.Config) []rbacv1.PolicyRule {
+	paths := ZPagePaths(c)
+	if len(paths) == 0 {
+		return nil
+	}
+	urls := map[string]bool{}
+	kubelet := false
+	for _, comp := range Enabled(c) {
+		switch {
+		case !comp.ZPages:
+		case comp.ID == components.Kubelet:
+			kubelet = true
+		default:
+			for _, p := range paths {
+				urls[p] = true
+			}
+		}
+	}
+	var rules []rbacv1.PolicyRule
+	if len(urls) > 0 {
+		rules = append(rules, rbacv1.PolicyRule{Verbs: []string{"get"}, NonResourceURLs: sortedKeys(urls)})
+	}
+	if kubelet {
+		var res []string
 		if c.Flagz {
-			res = append(res, "nodes/configz") // the kubelet checks /flagz as nodes/configz
+			res = append(res, "nodes/configz")
 		}
 		if c.Statusz {
 			res = append(res, "nodes/statusz")
 		}
-		sort.Strings(res)
 		rules = append(rules, rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: res})
 	}
 	return rules
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // subjects turns scrapers into RBAC subjects.
@@ -72,26 +103,35 @@ func subjects(scrapers []spec.Scraper) []rbacv1.Subject {
 	return out
 }
 
-// RBAC renders the reader ClusterRole bound to every scraper, and the
-// auth-delegator binding of the proxies' ServiceAccount (proxy mode).
+// RBAC renders the reader ClusterRole bound to every scraper, the z-page
+// reader ClusterRole when z-pages are asked for, and the auth-delegator
+// binding of the proxies' ServiceAccount when a kube-rbac-proxy runs (it
+// reviews tokens and access; HAProxy passes bytes and needs nothing).
 func RBAC(c *spec.Config) []Object {
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: ReaderRole, Labels: labels(nil)},
-		Rules:      ReaderRules(c),
+	out := roleAndBinding(ReaderRole, ReaderRules(c), c.Scrapers)
+	if rules := ZPageRules(c); len(rules) > 0 {
+		out = append(out, roleAndBinding(ZPageReaderRole, rules, c.Scrapers)...)
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: ReaderRole, Labels: labels(nil)},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ReaderRole},
-		Subjects:   subjects(c.Scrapers),
-	}
-	out := []Object{
-		toObject("rbac.authorization.k8s.io/v1", "ClusterRole", role),
-		toObject("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding),
-	}
-	if needsProxy(c) {
+	if needsRBACProxy(c) {
 		out = append(out, AuthDelegatorBinding(ProxySA+":auth-delegator", ProxySA, SystemNS))
 	}
 	return out
+}
+
+func roleAndBinding(name string, rules []rbacv1.PolicyRule, scrapers []spec.Scraper) []Object {
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels(nil)},
+		Rules:      rules,
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels(nil)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   subjects(scrapers),
+	}
+	return []Object{
+		toObject("rbac.authorization.k8s.io/v1", "ClusterRole", role),
+		toObject("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding),
+	}
 }
 
 // AuthDelegatorBinding binds a ServiceAccount to system:auth-delegator.

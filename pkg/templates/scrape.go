@@ -108,8 +108,9 @@ func ServiceMonitors(c *spec.Config) []Object {
 	for _, t := range targets(c) {
 		var eps []monitoringv1.Endpoint
 		for _, p := range t.comp.Paths {
-			ep := monitoringv1.Endpoint{Port: t.port, Path: p, Scheme: t.scheme, BearerTokenFile: saTokenFile}
-			if t.scheme == "https" {
+			ep := monitoringv1.Endpoint{Port: t.port, Path: p, Scheme: t.scheme}
+			if t.scheme == "https" { // never a token over plain HTTP
+				ep.BearerTokenFile = saTokenFile
 				tls := &monitoringv1.TLSConfig{CAFile: saCAFile}
 				if t.insecure != "" {
 					tls.InsecureSkipVerify = ptr.To(true)
@@ -204,10 +205,10 @@ func ScrapeConfigFile(c *spec.Config) string {
 				JobName:             Prefix + "/" + string(t.comp.ID) + strings.ReplaceAll(strings.TrimPrefix(p, "/metrics"), "/", "-"),
 				Scheme:              t.scheme,
 				MetricsPath:         p,
-				Authorization:       &authorization{CredentialsFile: saTokenFile},
 				KubernetesSDConfigs: []kubernetesSD{{Role: "endpoints", Namespaces: sdNamespaces{Names: []string{t.serviceNS}}}},
 			}
-			if t.scheme == "https" {
+			if t.scheme == "https" { // never a token over plain HTTP
+				job.Authorization = &authorization{CredentialsFile: saTokenFile}
 				job.TLSConfig = &tlsConfig{CAFile: saCAFile, ServerName: t.serverName}
 				if t.insecure != "" {
 					job.TLSConfig = &tlsConfig{InsecureSkipVerify: true}

@@ -215,30 +215,40 @@ func checkCIS(_ context.Context, in *Input) Result {
 
 func checkRBAC(_ context.Context, in *Input) Result {
 	var bad []string
-	n := 0
+	rules, bindings := 0, 0
 	for _, o := range in.Result.Objects {
-		if o.Kind() != "ClusterRole" && o.Kind() != "Role" {
-			continue
-		}
-		rules, _ := o.Object["rules"].([]any)
-		for _, r := range rules {
-			n++
-			if m, ok := r.(map[string]any); ok {
-				if why := ForbiddenGrant(m); why != "" {
-					bad = append(bad, o.String()+": "+why)
+		switch o.Kind() {
+		case "ClusterRole", "Role":
+			list, _ := o.Object["rules"].([]any)
+			for _, r := range list {
+				rules++
+				if m, ok := r.(map[string]any); ok {
+					if why := ForbiddenGrant(m); why != "" {
+						bad = append(bad, o.String()+": "+why)
+					}
 				}
+			}
+		case "ClusterRoleBinding", "RoleBinding":
+			bindings++
+			for _, why := range ForbiddenBinding(o.Object) {
+				bad = append(bad, o.String()+": "+why)
 			}
 		}
 	}
 	if len(bad) > 0 {
-		return Result{Status: Fail, Message: "a rendered role grants more than metrics", Details: bad, Remediation: "report this with the spec"}
+		return Result{Status: Fail, Message: "a rendered role or binding grants more than metrics, or to more than the scrapers", Details: bad,
+			Remediation: "bind the identity Prometheus runs as, never a group that stands for everybody; report a rule that grants more than metrics as a bug"}
 	}
-	return pass("%d rules: no wildcard, nodes/proxy, secrets, escalate, bind or impersonate", n)
+	return pass("%d rules and %d bindings: no wildcard, nodes/proxy, secrets, escalate, bind or impersonate; no binding to everybody", rules, bindings)
 }
 
 func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	if in.OldErr != nil {
 		return Result{Status: Error, Message: "the --from spec does not render", Details: problems(in.OldErr), Remediation: "check the --from path (the base branch's file)"}
+	}
+	if on, nn := in.Old.Config.ClusterName, in.Result.Config.ClusterName; on != nn {
+		return Result{Status: Error, Message: fmt.Sprintf("--from is a spec of cluster %q and -f of cluster %q: nothing to compare", on, nn),
+			Remediation: "give --from the same cluster's spec before the change (the base branch's version of the -f file)"}
 	}
 	old, cur := index(in.Old), index(in.Result)
 	var details []string
@@ -261,11 +271,27 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(old)) {
-		if _, ok := cur[k]; !ok {
-			details = append(details, "no longer rendered (delete it after the upgrade): "+k)
-			if old[k].Kind() == "KubeadmControlPlane" {
+		if _, ok := cur[k]; ok {
+			continue
+		}
+		o := old[k]
+		if !o.Owned() {
+			// Never advise deleting what EKS Anywhere owns.
+			details = append(details, fmt.Sprintf("eksa-metrics no longer changes %s: eksa-metrics apply gives back the items it set there; the object itself belongs to EKS Anywhere and stays", o))
+			if o.Kind() == "KubeadmControlPlane" {
 				rolls = true
 			}
+			continue
+		}
+		details = append(details, fmt.Sprintf("no longer rendered: %s, which eksa-metrics created; eksa-metrics apply removes it", o))
+	}
+	newEdits := map[string]bool{}
+	for _, e := range in.Result.DeploymentEdits {
+		newEdits[e.Name()] = true
+	}
+	for _, e := range in.Old.DeploymentEdits {
+		if !newEdits[e.Name()] {
+			details = append(details, fmt.Sprintf("eksa-metrics no longer edits %s: the arguments it set stay until eksctl anywhere upgrade management-components restores the shipped Deployment", e.Name()))
 		}
 	}
 	oldItems := map[string]string{}

@@ -2,6 +2,8 @@ package validate
 
 import (
 	"strings"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // ForbiddenGrant reports why a Role or ClusterRole rule (as rendered: plain
@@ -36,4 +38,30 @@ func ForbiddenGrant(rule map[string]any) string {
 		}
 	}
 	return ""
+}
+
+// allowedRoles are the roles a rendered binding may grant: eksa-metrics'
+// own, and the bootstrap role that lets a proxy review tokens and access.
+var allowedRoles = map[string]bool{"eksa-metrics-reader": true, "eksa-metrics-zpages-reader": true, "system:auth-delegator": true}
+
+// ForbiddenBinding says why a rendered ClusterRoleBinding or RoleBinding
+// (plain maps) grants too widely: a subject that stands for everybody
+// (system:anonymous, system:authenticated, all ServiceAccounts, ...), or a
+// role that is not one eksa-metrics renders or needs.
+func ForbiddenBinding(binding map[string]any) []string {
+	var out []string
+	if ref, _ := binding["roleRef"].(map[string]any); ref != nil {
+		if name, _ := ref["name"].(string); !allowedRoles[name] {
+			out = append(out, "grants role "+name+", which eksa-metrics never needs")
+		}
+	}
+	subjects, _ := binding["subjects"].([]any)
+	for _, s := range subjects {
+		m, _ := s.(map[string]any)
+		name, _ := m["name"].(string)
+		if who := spec.Everyone(name); who != "" {
+			out = append(out, "binds "+name+", which is "+who)
+		}
+	}
+	return out
 }

@@ -11,7 +11,14 @@ import (
 // WriteText writes one line per check in EKS Anywhere's style (a mark, the
 // name, the message), with details and the remediation under a problem.
 func WriteText(w io.Writer, results []Result) error {
-	marks := map[Status]string{Pass: "✅", Warn: "⚠️ ", Fail: "❌", Skipped: "⏭️ ", Error: "❗"}
+	writeResults(w, results)
+	_, err := fmt.Fprintln(w, Summary(results))
+	return err
+}
+
+var marks = map[Status]string{Pass: "✅", Warn: "⚠️ ", Fail: "❌", Skipped: "⏭️ ", Error: "❗"}
+
+func writeResults(w io.Writer, results []Result) {
 	for _, r := range results {
 		fmt.Fprintf(w, "%s %s: %s\n", marks[r.Status], r.Name, r.Message)
 		if r.Status == Pass || r.Status == Skipped {
@@ -24,16 +31,13 @@ func WriteText(w io.Writer, results []Result) error {
 			fmt.Fprintf(w, "      remediation: %s\n", r.Remediation)
 		}
 	}
-	s := Summary(results)
-	_, err := fmt.Fprintf(w, "%d passed, %d warnings, %d failed, %d skipped, %d could not run\n", s[Pass], s[Warn], s[Fail], s[Skipped], s[Error])
-	return err
 }
 
 // JSONReport is the stable JSON schema of -o json.
 type JSONReport struct {
-	APIVersion string         `json:"apiVersion"` // eksa-metrics.validate/v1
-	Results    []Result       `json:"results"`
-	Summary    map[Status]int `json:"summary"`
+	APIVersion string   `json:"apiVersion"` // eksa-metrics.validate/v1
+	Results    []Result `json:"results"`
+	Summary    Counts   `json:"summary"`
 }
 
 // WriteJSON writes the results as a JSONReport.
@@ -83,34 +87,32 @@ type junitProblem struct {
 
 // FileReport is one spec's results in a fleet run.
 type FileReport struct {
-	File    string         `json:"file"`
-	Results []Result       `json:"results"`
-	Summary map[Status]int `json:"summary"`
+	File    string   `json:"file"`
+	Results []Result `json:"results"`
+	Summary Counts   `json:"summary"`
 }
 
-// WriteFleetText writes one section per file, then the fleet's totals.
+// WriteFleetText writes one line for a spec whose checks all pass, else its
+// problems with their details and counts; then the fleet's totals.
 func WriteFleetText(w io.Writer, reports []FileReport) error {
 	var all []Result
 	for _, r := range reports {
 		s := Summary(r.Results)
-		if s[Fail] == 0 && s[Error] == 0 && s[Warn] == 0 {
-			fmt.Fprintf(w, "✅ %s: %d checks passed\n", r.File, s[Pass])
+		if s.Fail == 0 && s.Error == 0 && s.Warn == 0 {
+			fmt.Fprintf(w, "✅ %s: %s\n", r.File, s)
 		} else {
-			fmt.Fprintf(w, "== %s\n", r.File)
+			fmt.Fprintf(w, "== %s: %s\n", r.File, s)
 			var problems []Result
 			for _, res := range r.Results {
 				if res.Status == Fail || res.Status == Warn || res.Status == Error {
 					problems = append(problems, res)
 				}
 			}
-			if err := WriteText(w, problems); err != nil {
-				return err
-			}
+			writeResults(w, problems)
 		}
 		all = append(all, r.Results...)
 	}
-	s := Summary(all)
-	_, err := fmt.Fprintf(w, "%d specs: %d passed, %d warnings, %d failed, %d skipped, %d could not run\n", len(reports), s[Pass], s[Warn], s[Fail], s[Skipped], s[Error])
+	_, err := fmt.Fprintf(w, "%d specs: %s\n", len(reports), Summary(all))
 	return err
 }
 
@@ -150,7 +152,7 @@ func WriteJUnit(w io.Writer, suite string, results []Result) error {
 
 func junitSuiteOf(suite string, results []Result) junitSuite {
 	s := Summary(results)
-	js := junitSuite{Name: suite, Tests: len(results), Failures: s[Fail], Errors: s[Error], Skipped: s[Skipped]}
+	js := junitSuite{Name: suite, Tests: len(results), Failures: s.Fail, Errors: s.Error, Skipped: s.Skipped}
 	for _, r := range results {
 		body := strings.Join(r.Details, "\n")
 		if r.Remediation != "" {

@@ -48,6 +48,9 @@ type Input struct {
 	// Clusters, for the online checks (nil offline).
 	Management *cluster.Cluster
 	Workload   *cluster.Cluster
+	// OnlineErr is why the clusters could not be reached: the online checks
+	// are then reported as not run, and the offline ones still run.
+	OnlineErr error
 }
 
 // Check is one named check.
@@ -70,6 +73,9 @@ func Run(ctx context.Context, in *Input, skip map[string]bool) []Result {
 			r = Result{Status: Skipped, Message: "skipped with --skip"}
 		case c.Kind == "upgrade" && in.Old == nil && in.OldErr == nil:
 			r = Result{Status: Skipped, Message: "no --from spec to compare with"}
+		case c.Kind == "online" && in.OnlineErr != nil:
+			r = Result{Status: Error, Message: "could not run: the clusters are unreachable", Details: []string{in.OnlineErr.Error()},
+				Remediation: "check --kubeconfig and --context, and that the API server is reachable from here"}
 		case c.Kind == "online" && in.Management == nil:
 			r = Result{Status: Skipped, Message: "offline: pass --kubeconfig to check the live clusters"}
 		case c.Name != "spec-loads" && in.Result == nil && c.Kind != "upgrade":
@@ -83,13 +89,51 @@ func Run(ctx context.Context, in *Input, skip map[string]bool) []Result {
 	return out
 }
 
+// Counts are the results by status. Every count is always present in JSON.
+type Counts struct {
+	Pass    int `json:"pass"`
+	Warn    int `json:"warn"`
+	Fail    int `json:"fail"`
+	Skipped int `json:"skipped"`
+	Error   int `json:"error"`
+}
+
 // Summary counts results by status.
-func Summary(results []Result) map[Status]int {
-	m := map[Status]int{}
+func Summary(results []Result) Counts {
+	var c Counts
 	for _, r := range results {
-		m[r.Status]++
+		switch r.Status {
+		case Pass:
+			c.Pass++
+		case Warn:
+			c.Warn++
+		case Fail:
+			c.Fail++
+		case Skipped:
+			c.Skipped++
+		case Error:
+			c.Error++
+		}
 	}
-	return m
+	return c
+}
+
+func (c Counts) String() string {
+	return fmt.Sprintf("%d passed, %d warnings, %d failed, %d skipped, %d could not run", c.Pass, c.Warn, c.Fail, c.Skipped, c.Error)
+}
+
+// Strict turns warnings into failures (--strict), saying so in the message,
+// so that every report format counts them as failures.
+func Strict(results []Result) []Result {
+	out := make([]Result, len(results))
+	for i, r := range results {
+		if r.Status == Warn {
+			r.Status = Fail
+			r.Message = "(a warning, failed by --strict) " + r.Message
+		}
+		out[i] = r
+	}
+	return out
 }
 
 func pass(msg string, args ...any) Result {

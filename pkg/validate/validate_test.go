@@ -85,7 +85,8 @@ func TestChecks(t *testing.T) {
 		{name: "unsupported version is skipped behind spec-loads", check: "kubernetes-version", path: docker, edit: replace(`"1.34"`, `"1.27"`), want: Skipped},
 		{name: "contract from eksaVersion", check: "capi-contract", path: vsphere, want: Pass},
 		{name: "no eksaVersion", check: "capi-contract", path: vsphere, edit: replace("  eksaVersion: v0.26.1\n", ""), want: Warn},
-		{name: "flag contradicts eksaVersion", check: "capi-contract", path: vsphere, opts: spec.Options{CAPIAPIVersion: spec.CAPIv1beta1},
+		{name: "flag contradicts eksaVersion", check: "spec-loads", path: vsphere, opts: spec.Options{CAPIAPIVersion: spec.CAPIv1beta1}, want: Fail, contains: "--capi-api-version says v1beta1"},
+		{name: "rendered for another contract", check: "capi-contract", path: vsphere,
 			mutate: func(in *Input) { in.Result.Config.CAPIVersion = spec.CAPIv1beta1 }, want: Fail},
 		{name: "known flags", check: "flags-exist", path: docker, want: Pass},
 		{name: "unknown flag", check: "flags-exist", path: docker, mutate: injectItem(kubeadm.Scheduler, "secure-metrics", "true"), want: Fail, contains: "scheduler --secure-metrics"},
@@ -114,6 +115,20 @@ func TestChecks(t *testing.T) {
 				}
 			}
 		}, want: Fail, contains: "nodes/proxy"},
+		{name: "bound to everybody", check: "rbac-least-privilege", path: docker, mutate: func(in *Input) {
+			for _, o := range in.Result.Objects {
+				if o.Kind() == "ClusterRoleBinding" {
+					o.Object["subjects"] = append(o.Object["subjects"].([]any), map[string]any{"kind": "Group", "name": "system:authenticated", "apiGroup": "rbac.authorization.k8s.io"})
+				}
+			}
+		}, want: Fail, contains: "binds system:authenticated, which is every authenticated user"},
+		{name: "a role it never needs", check: "rbac-least-privilege", path: docker, mutate: func(in *Input) {
+			for _, o := range in.Result.Objects {
+				if o.Kind() == "ClusterRoleBinding" {
+					o.Object["roleRef"].(map[string]any)["name"] = "cluster-admin"
+				}
+			}
+		}, want: Fail, contains: "grants role cluster-admin"},
 	} {
 		t.Run(tc.check+"/"+tc.name, func(t *testing.T) {
 			in := input(t, tc.path, tc.opts, tc.edit)

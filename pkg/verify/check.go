@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +26,7 @@ type Options struct {
 	// with no RBAC binding at all.
 	ScraperToken string
 	UnboundToken string
-	// ClusterCA verifies certificates that chain to the cluster CA.
+	// ClusterCA verifies the API server, and classifies other certificates.
 	ClusterCA *x509.CertPool
 	// Concurrency bounds how many targets run at once (default 16).
 	Concurrency int
@@ -59,13 +61,6 @@ func Run(ctx context.Context, targets []Target, opts Options) []Result {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	transport := &http.Transport{
-		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the certificate is classified separately, below
-		MaxIdleConnsPerHost: 4,
-		DialContext:         (&net.Dialer{Timeout: opts.Timeout}).DialContext,
-	}
-	defer transport.CloseIdleConnections()
-	client := &http.Client{Transport: transport}
 	results := make([]Result, len(targets))
 	sem := make(chan struct{}, opts.Concurrency)
 	var wg sync.WaitGroup
@@ -77,20 +72,76 @@ func Run(ctx context.Context, targets []Target, opts Options) []Result {
 			defer func() { <-sem }()
 			tctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 			defer cancel()
-			results[i] = check(tctx, client, t, opts)
+			results[i] = check(tctx, t, opts)
 		}()
 	}
 	wg.Wait()
 	return results
 }
 
-func check(ctx context.Context, client *http.Client, t Target, opts Options) Result {
+// check proves one target. Tokens are precious: the certificate is classified
+// first, over a handshake that sends nothing; the API server must chain to the
+// cluster CA; every other TLS target must keep presenting the certificate
+// that was classified (pinned), so a token is never sent to whoever answers
+// later on that address; a plain-HTTP target never gets a token; redirects
+// are never followed.
+func check(ctx context.Context, t Target, opts Options) Result {
 	r := Result{Target: t}
 	fail := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
-	if t.Plain {
-		r.TLS = "plain HTTP"
+	u, err := url.Parse(t.Endpoint)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		fail("endpoint %q is not an http(s) URL", t.Endpoint)
+		return r
 	}
+	dialer := &net.Dialer{Timeout: opts.Timeout}
+	transport := &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 2, DisableCompression: true}
+	defer transport.CloseIdleConnections()
+	client := &http.Client{Transport: transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+	plain := u.Scheme == "http"
+	if plain {
+		r.TLS = "plain HTTP"
+		if !t.Plain {
+			fail("the endpoint is plain HTTP, but this target should serve TLS; no token was sent")
+			return r
+		}
+	} else {
+		certs, err := handshake(ctx, dialer, u.Host, opts.Timeout)
+		if err != nil {
+			fail("unreachable: %s", reason(err))
+			return r
+		}
+		r.Reachable = true
+		r.TLS = classifyTLS(certs, opts.ClusterCA)
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if t.VerifyWithClusterCA {
+			if opts.ClusterCA == nil {
+				fail("the kubeconfig names no cluster CA, so the API server's certificate cannot be verified; no token was sent")
+				return r
+			}
+			cfg.RootCAs = opts.ClusterCA
+			cfg.ServerName = u.Hostname()
+			if r.TLS != "cluster CA" {
+				fail("the API server's certificate does not chain to the cluster CA (%s); no token was sent", r.TLS)
+				return r
+			}
+		} else {
+			leaf := certs[0].Raw
+			cfg.InsecureSkipVerify = true //nolint:gosec // the certificate is pinned to the one classified above, in VerifyConnection
+			cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+				if len(cs.PeerCertificates) == 0 || !bytes.Equal(cs.PeerCertificates[0].Raw, leaf) {
+					return errors.New("the target presented another certificate than the one classified; no token was sent")
+				}
+				return nil
+			}
+		}
+		transport.TLSClientConfig = cfg
+	}
+
 	get := func(path, token, accept string) (int, string, error) {
+		if plain && token != "" {
+			return 0, "", errors.New("refusing to send a token over plain HTTP") // never reached: plain targets are read anonymously
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.Endpoint+path, nil)
 		if err != nil {
 			return 0, "", err
@@ -106,11 +157,33 @@ func check(ctx context.Context, client *http.Client, t Target, opts Options) Res
 			return 0, "", err
 		}
 		defer resp.Body.Close()
-		if r.TLS == "" && resp.TLS != nil {
-			r.TLS = classifyTLS(resp.TLS.PeerCertificates, opts.ClusterCA)
-		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		return resp.StatusCode, string(body), err
+	}
+
+	if plain {
+		// Accepted with allowInsecure: it serves anyone, and only that is checked.
+		for i, p := range t.Paths {
+			code, body, err := get(p, "", "")
+			if err != nil {
+				fail("%s unreachable: %s", p, reason(err))
+				return r
+			}
+			r.Reachable = true
+			if i == 0 {
+				r.Anonymous = code
+			}
+			if code != http.StatusOK {
+				fail("%s answers %d over plain HTTP", p, code)
+				continue
+			}
+			n, err := countSamples(body)
+			if err != nil {
+				fail("%s is not a Prometheus exposition: %v", p, err)
+			}
+			r.Samples += n
+		}
+		return r
 	}
 
 	for i, p := range t.Paths {
@@ -119,7 +192,6 @@ func check(ctx context.Context, client *http.Client, t Target, opts Options) Res
 			fail("%s unreachable: %s", p, reason(err))
 			return r
 		}
-		r.Reachable = true
 		if i == 0 {
 			r.Scraper = code
 		}
@@ -137,18 +209,18 @@ func check(ctx context.Context, client *http.Client, t Target, opts Options) Res
 		p := t.Paths[0]
 		if code, _, err := get(p, opts.UnboundToken, ""); err == nil {
 			r.Unbound = code
-			if code == http.StatusOK && !t.Plain {
+			if code == http.StatusOK {
 				fail("SERVES METRICS TO AN UNBOUND IDENTITY: an identity with no RBAC binding gets 200 on %s; some binding grants too much (check who is bound to roles with /metrics)", p)
 			}
 		}
 		if code, _, err := get(p, "", ""); err == nil {
 			r.Anonymous = code
-			if code == http.StatusOK && !t.Plain {
+			if code == http.StatusOK {
 				fail("SERVES METRICS WITHOUT CREDENTIALS: an anonymous request gets 200 on %s", p)
 			}
 		}
 	}
-	if t.ZPages && r.Reachable {
+	if t.ZPages {
 		code, body, err := get("/statusz", opts.ScraperToken, "application/json;as=Statusz;v=v1beta1;g=config.k8s.io")
 		if err == nil && code == http.StatusNotAcceptable {
 			// 1.35 serves v1alpha1; 1.33 and 1.34 only text (and want text/plain asked for).
@@ -167,6 +239,26 @@ func check(ctx context.Context, client *http.Client, t Target, opts Options) Res
 		}
 	}
 	return r
+}
+
+// handshake connects, completes a TLS handshake without sending a request,
+// and returns the certificate chain the target presented.
+func handshake(ctx context.Context, dialer *net.Dialer, host string, timeout time.Duration) ([]*x509.Certificate, error) {
+	raw, err := dialer.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return nil, err
+	}
+	defer raw.Close()
+	_ = raw.SetDeadline(time.Now().Add(timeout))
+	conn := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // only reads the chain, sends nothing
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return nil, err
+	}
+	certs := conn.ConnectionState().PeerCertificates
+	if len(certs) == 0 {
+		return nil, errors.New("the target presented no certificate")
+	}
+	return certs, nil
 }
 
 func statusHint(code int) string {

@@ -29,8 +29,12 @@ type Target struct {
 	Paths     []string
 	ZPages    bool
 	// Plain is true for a plain-HTTP endpoint accepted with allowInsecure:
-	// it is expected to serve anyone, and is reported as such.
+	// it is expected to serve anyone, and is reported as such. It never gets
+	// a token.
 	Plain bool
+	// VerifyWithClusterCA: the certificate must chain to the cluster CA (the
+	// API server) before any token is sent.
+	VerifyWithClusterCA bool
 }
 
 func (t Target) String() string {
@@ -48,7 +52,7 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 	for _, comp := range templates.Enabled(c) {
 		z := comp.ZPages && c.Statusz
 		if comp.ID == components.KubeAPIServer {
-			out = append(out, Target{Component: comp.ID, Endpoint: apiServer, Paths: comp.Paths, ZPages: z})
+			out = append(out, Target{Component: comp.ID, Endpoint: apiServer, Paths: comp.Paths, ZPages: z, VerifyWithClusterCA: true})
 			continue
 		}
 		for _, n := range nodes {

@@ -1,0 +1,153 @@
+package templates
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+func allOn(exposure spec.Exposure) *spec.Config {
+	return &spec.Config{ClusterName: "c", Exposure: exposure, AllowInsecure: true, APIServer: true, ControllerManager: true, Scheduler: true,
+		Etcd: true, KubeProxy: true, Kubelet: true, TLSMinVersion: spec.TLS12, ServiceMonitors: true, PrometheusConfig: true,
+		MonitoringNamespace: "monitoring", Scrapers: []spec.Scraper{{Kind: spec.ScraperServiceAccount, Name: "p", Namespace: "monitoring"}}}
+}
+
+// No rendered scrape sends a token over plain HTTP (bindAddress with
+// allowInsecure serves etcd and kube-proxy that way).
+func TestNoTokenOverPlainHTTP(t *testing.T) {
+	c := allOn(spec.ExposureBindAddress)
+	plain := 0
+	for _, o := range ServiceMonitors(c) {
+		for _, ep := range o["spec"].(map[string]any)["endpoints"].([]any) {
+			e := ep.(map[string]any)
+			if e["scheme"] == "http" {
+				plain++
+				if e["bearerTokenFile"] != nil || e["authorization"] != nil || e["tlsConfig"] != nil {
+					t.Errorf("%v: a plain-HTTP endpoint carries credentials: %v", o["metadata"], e)
+				}
+			}
+		}
+	}
+	if plain == 0 {
+		t.Fatal("no plain-HTTP endpoint rendered: the test checks nothing")
+	}
+	jobs := strings.Split(ScrapeConfigFile(c), "\n- job_name: ")
+	plain = 0
+	for _, j := range jobs {
+		if strings.Contains(j, "scheme: http\n") {
+			plain++
+			if strings.Contains(j, "credentials_file") || strings.Contains(j, "authorization") {
+				t.Errorf("plain-HTTP job with a token:\n%s", j)
+			}
+		}
+	}
+	if plain == 0 {
+		t.Fatal("no plain-HTTP job rendered")
+	}
+}
+
+func rules(objs []Object, role string) []map[string]any {
+	for _, o := range objs {
+		md := o["metadata"].(map[string]any)
+		if o["kind"] == "ClusterRole" && md["name"] == role {
+			var out []map[string]any
+			for _, r := range o["rules"].([]any) {
+				out = append(out, r.(map[string]any))
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+func grants(rs []map[string]any) []string {
+	var out []string
+	for _, r := range rs {
+		for _, k := range []string{"nonResourceURLs", "resources"} {
+			if l, ok := r[k].([]any); ok {
+				for _, v := range l {
+					out = append(out, v.(string))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Scrapers get metrics; z-pages (/flagz shows every flag) only when asked,
+// through a role of their own.
+func TestZPagesAreARoleOfTheirOwn(t *testing.T) {
+	c := allOn(spec.ExposureProxy)
+	objs := RBAC(c)
+	reader := grants(rules(objs, ReaderRole))
+	for _, g := range []string{"/statusz", "/flagz", "nodes/statusz", "nodes/configz"} {
+		if slices.Contains(reader, g) {
+			t.Errorf("the metrics reader role grants %s", g)
+		}
+	}
+	if rules(objs, ZPageReaderRole) != nil {
+		t.Fatal("a z-page role is rendered although no z-page was asked for")
+	}
+	if slices.Contains(ProxyAllowPaths(c, lookup(t, "kube-proxy")), "/flagz") {
+		t.Error("the kube-proxy proxy lets /flagz through although it was not asked for")
+	}
+	c.Statusz, c.Flagz = true, true
+	z := grants(rules(RBAC(c), ZPageReaderRole))
+	for _, g := range []string{"/statusz", "/flagz", "nodes/statusz", "nodes/configz"} {
+		if !slices.Contains(z, g) {
+			t.Errorf("the z-page role lacks %s: %v", g, z)
+		}
+	}
+}
+
+// HAProxy passes bytes and never calls the API server: its pod has no token
+// and no auth-delegator binding; the kube-rbac-proxy container has both.
+func TestEachContainerGetsOnlyWhatItUses(t *testing.T) {
+	c := allOn(spec.ExposureProxy)
+	c.Etcd, c.KubeProxy = false, false
+	for _, o := range Proxies(c) {
+		if o["kind"] != "DaemonSet" {
+			continue
+		}
+		pod := o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+		if pod["automountServiceAccountToken"] != false || pod["volumes"].([]any)[0].(map[string]any)["name"] != "haproxy-config" || len(pod["volumes"].([]any)) != 1 {
+			t.Errorf("the HAProxy-only pod mounts a token: %v", pod)
+		}
+	}
+	for _, o := range RBAC(c) {
+		if o["kind"] == "ClusterRoleBinding" && strings.Contains(o["metadata"].(map[string]any)["name"].(string), "auth-delegator") {
+			t.Error("auth-delegator is bound although no kube-rbac-proxy runs")
+		}
+	}
+	c.Etcd = true
+	var mounted []string
+	for _, o := range Proxies(c) {
+		if o["kind"] != "DaemonSet" {
+			continue
+		}
+		for _, ct := range o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any) {
+			cm := ct.(map[string]any)
+			for _, m := range asList(cm["volumeMounts"]) {
+				if m.(map[string]any)["name"] == apiAccessVolume {
+					mounted = append(mounted, cm["name"].(string))
+				}
+			}
+		}
+	}
+	if !slices.Equal(mounted, []string{"kube-rbac-proxy-etcd"}) {
+		t.Errorf("the API token is mounted into %v, want only kube-rbac-proxy-etcd", mounted)
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func lookup(t *testing.T, id string) components.Cluster {
+	t.Helper()
+	return components.Lookup(components.ID(id))
+}
