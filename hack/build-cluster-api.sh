@@ -8,17 +8,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 VERSION="${1:-v1.13.2}"
 NAME="cluster-api-${VERSION}"
 STAMP="${VERSION} $(recipe_hash "${BASH_SOURCE[0]}" "${ROOT}/hack/lib.sh")"
-if cached "${NAME}" "${STAMP}"; then
-  install_from_cache "${NAME}" cluster-api-manager
-  exit 0
-fi
+begin_build "${NAME}" "${STAMP}" cluster-api-manager
 log "building the Cluster API manager ${VERSION}"
-WORK="$(gomod_dir "${NAME}")"
-cd "${WORK}"
 printf 'module eksa-metrics.invalid/testbed/cluster-api\n\ngo 1.24\n\nrequire sigs.k8s.io/cluster-api %s\n' "${VERSION}" > go.mod
 printf 'package testbed\n' > doc.go
-mkdir -p "${CACHE}/${NAME}"
-go build -mod=mod -trimpath -ldflags "-s -w" -o "${CACHE}/${NAME}/cluster-api-manager" sigs.k8s.io/cluster-api
-printf '%s' "${STAMP}" > "${CACHE}/${NAME}.stamp"
-install_from_cache "${NAME}" cluster-api-manager
-log "Cluster API manager ${VERSION} ready in bin/cluster-api-manager"
+go build -mod=mod -trimpath -ldflags "-s -w" -o "${OUT}/cluster-api-manager" sigs.k8s.io/cluster-api
+finish_build "${NAME}" "${STAMP}" cluster-api-manager

@@ -8,20 +8,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 VERSION="${1:-v3.6.8}"
 NAME="etcd-${VERSION}"
 STAMP="${VERSION} $(recipe_hash "${BASH_SOURCE[0]}" "${ROOT}/hack/lib.sh")"
-if cached "${NAME}" "${STAMP}"; then
-  install_from_cache "${NAME}" etcd
-  exit 0
-fi
+begin_build "${NAME}" "${STAMP}" etcd
 log "building etcd ${VERSION}"
-WORK="$(gomod_dir "${NAME}")"
-cd "${WORK}"
-cat > go.mod <<MOD
-module eksa-metrics.invalid/testbed/etcd
-
-go 1.24
-
-require go.etcd.io/etcd/server/v3 ${VERSION}
-MOD
+printf 'module eksa-metrics.invalid/testbed/etcd\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "${VERSION}" > go.mod
 cat > main.go <<'GO'
 // Command etcd is etcd's own entry point, built from the Go module.
 package main
@@ -35,8 +24,5 @@ import (
 func main() { etcdmain.Main(os.Args) }
 GO
 go mod tidy
-mkdir -p "${CACHE}/${NAME}"
-go build -trimpath -ldflags "-s -w" -o "${CACHE}/${NAME}/etcd" .
-printf '%s' "${STAMP}" > "${CACHE}/${NAME}.stamp"
-install_from_cache "${NAME}" etcd
-log "etcd ${VERSION} ready in bin/etcd"
+go build -trimpath -ldflags "-s -w" -o "${OUT}/etcd" .
+finish_build "${NAME}" "${STAMP}" etcd

@@ -8,17 +8,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 VERSION="${1:-v0.19.1}"
 NAME="kube-rbac-proxy-${VERSION}"
 STAMP="${VERSION} $(recipe_hash "${BASH_SOURCE[0]}" "${ROOT}/hack/lib.sh")"
-if cached "${NAME}" "${STAMP}"; then
-  install_from_cache "${NAME}" kube-rbac-proxy
-  exit 0
-fi
+begin_build "${NAME}" "${STAMP}" kube-rbac-proxy
 log "building kube-rbac-proxy ${VERSION}"
-WORK="$(gomod_dir "${NAME}")"
-cd "${WORK}"
 printf 'module eksa-metrics.invalid/testbed/kube-rbac-proxy\n\ngo 1.24\n\nrequire github.com/brancz/kube-rbac-proxy %s\n' "${VERSION}" > go.mod
 printf 'package testbed\n' > doc.go
-mkdir -p "${CACHE}/${NAME}"
-go build -mod=mod -trimpath -ldflags "-s -w" -o "${CACHE}/${NAME}/kube-rbac-proxy" github.com/brancz/kube-rbac-proxy/cmd/kube-rbac-proxy
-printf '%s' "${STAMP}" > "${CACHE}/${NAME}.stamp"
-install_from_cache "${NAME}" kube-rbac-proxy
-log "kube-rbac-proxy ${VERSION} ready in bin/kube-rbac-proxy"
+go build -mod=mod -trimpath -ldflags "-s -w" -o "${OUT}/kube-rbac-proxy" github.com/brancz/kube-rbac-proxy/cmd/kube-rbac-proxy
+finish_build "${NAME}" "${STAMP}" kube-rbac-proxy

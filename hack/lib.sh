@@ -38,3 +38,44 @@ gomod_dir() {
   rm -rf "${d}" && mkdir -p "${d}"
   printf '%s' "${d}"
 }
+
+# begin_build NAME STAMP FILE...: when the cache holds NAME with STAMP, copy
+# its FILEs into bin/ and exit; else create the scratch module directory, cd
+# into it and set WORK and OUT (where the build puts the FILEs).
+begin_build() {
+  local name=$1 stamp=$2; shift 2
+  if cached "${name}" "${stamp}"; then
+    install_from_cache "${name}" "$@"
+    exit 0
+  fi
+  WORK="$(gomod_dir "${name}")"
+  OUT="${CACHE}/${name}"
+  rm -rf "${OUT}" && mkdir -p "${OUT}"
+  cd "${WORK}"
+}
+
+# finish_build NAME STAMP FILE...: record the stamp and copy the FILEs into bin/.
+finish_build() {
+  local name=$1 stamp=$2; shift 2
+  printf '%s' "${stamp}" > "${CACHE}/${name}.stamp"
+  install_from_cache "${name}" "$@"
+}
+
+# upstream MODULE VERSION: download a module and set UPSTREAM_GOMOD (its
+# go.mod), UPSTREAM_DIR (its files) and GO_DIRECTIVE (its go line).
+upstream() {
+  local json
+  json="$(go mod download -json "$1@$2")"
+  UPSTREAM_GOMOD="$(sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p' <<<"${json}")"
+  UPSTREAM_DIR="$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"${json}")"
+  [[ -f "${UPSTREAM_GOMOD}" && -d "${UPSTREAM_DIR}" ]] || { log "cannot download $1@$2"; exit 1; }
+  GO_DIRECTIVE="$(sed -n 's/^go \(.*\)$/\1/p' "${UPSTREAM_GOMOD}" | head -n1)"
+}
+
+# version_ldflags VERSION RELEASE: the -X flags of prometheus/common/version,
+# which Prometheus and its operator print (no build date: reproducible).
+version_ldflags() {
+  local v=github.com/prometheus/common/version
+  printf -- '-X %s.Version=%s -X %s.Revision=%s -X %s.Branch=HEAD -X %s.BuildUser=eksa-metrics@testbed -X %s.BuildDate=19700101-00:00:00' \
+    "${v}" "$2" "${v}" "$1" "${v}" "${v}" "${v}"
+}

@@ -1,19 +1,52 @@
 #!/usr/bin/env bash
 # Builds (or takes from the cache) every binary the integration and
-# end-to-end tests run, and checks that haproxy is installed.
+# end-to-end tests run, two builds at a time (the longest first, so that the
+# short ones fill the gaps), then installs the Debian packages and copies the
+# CRDs. A build's output is shown when it fails.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# Pinned versions of the test bed.
+# Pinned versions of the test bed. test/framework/versions.go lists the same
+# Kubernetes versions for the tests; a unit test keeps the two equal.
 KUBE_VERSIONS=(v1.36.3 v1.34.4)
 ETCD_VERSION=v3.6.8
 KUBE_RBAC_PROXY_VERSION=v0.19.1
 CLUSTER_API_VERSION=v1.13.2
+PROMETHEUS_VERSION=v0.316.0
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
+JOBS="${TESTBED_JOBS:-2}"
 
-"${ROOT}/hack/build-etcd.sh" "${ETCD_VERSION}"
-"${ROOT}/hack/build-kube-rbac-proxy.sh" "${KUBE_RBAC_PROXY_VERSION}"
-for v in "${KUBE_VERSIONS[@]}"; do
-  "${ROOT}/hack/build-kubernetes.sh" "${v}"
+builds=()
+for v in "${KUBE_VERSIONS[@]}"; do builds+=("build-kubernetes.sh ${v}"); done
+builds+=("build-prometheus.sh ${PROMETHEUS_VERSION}" "build-cluster-api.sh ${CLUSTER_API_VERSION}"
+  "build-prometheus-operator.sh ${PROMETHEUS_OPERATOR_VERSION}" "build-etcd.sh ${ETCD_VERSION}"
+  "build-kube-rbac-proxy.sh ${KUBE_RBAC_PROXY_VERSION}")
+
+LOGS="$(mktemp -d)"
+trap 'rm -rf "${LOGS}"' EXIT
+declare -A running=()
+failed=0
+reap() { # wait for one build, report a failure with its log
+  local pid
+  wait -n -p pid || true
+  [[ -n "${pid:-}" && -n "${running[${pid}]:-}" ]] || return 0
+  local b=${running[${pid}]} rc
+  unset "running[${pid}]"
+  rc=$(cat "${LOGS}/${pid}.rc")
+  if [[ "${rc}" != 0 ]]; then
+    log "FAILED: ${b}"; cat "${LOGS}/${pid}.log" >&2; failed=1
+  elif [[ -s "${LOGS}/${pid}.log" ]]; then
+    log "done: ${b} ($(( SECONDS - started[${pid}] ))s)"
+  fi
+}
+declare -A started=()
+for b in "${builds[@]}"; do
+  while (( ${#running[@]} >= JOBS )); do reap; done
+  read -r -a cmd <<<"${b}"
+  ( n=${BASHPID}; "${ROOT}/hack/${cmd[0]}" "${cmd[@]:1}" >"${LOGS}/${n}.log" 2>&1; echo $? >"${LOGS}/${n}.rc" ) &
+  running[$!]="${b}"
+  started[$!]=${SECONDS}
 done
-"${ROOT}/hack/build-cluster-api.sh" "${CLUSTER_API_VERSION}"
-"${ROOT}/hack/install-haproxy.sh"
+while (( ${#running[@]} > 0 )); do reap; done
+(( failed == 0 )) || exit 1
+"${ROOT}/hack/install-packages.sh"
 "${ROOT}/hack/fetch-crds.sh"

@@ -32,20 +32,24 @@ type Cluster struct {
 	StaticPod string
 	// SelfSigned explains why a scraper cannot verify the serving certificate.
 	SelfSigned string
+	// Job is the job label the alert rules of kubernetes-mixin and etcd's
+	// mixin select, as kube-prometheus-stack sets it (KubeAPIDown on
+	// job="apiserver", etcd rules on job=~".*etcd.*", ...).
+	Job string
 }
 
 // ClusterCatalog lists the cluster components in rendering order.
 var ClusterCatalog = []Cluster{
-	{ID: KubeAPIServer, PortName: "https", Port: 6443, TLS: true, Paths: []string{"/metrics", "/metrics/slis"}, ZPages: true},
-	{ID: KubeControllerManager, PortName: "kcm", Port: 10257, TLS: true, Loopback: true, Paths: []string{"/metrics", "/metrics/slis"}, ZPages: true, StaticPod: "kube-controller-manager",
+	{ID: KubeAPIServer, Job: "apiserver", PortName: "https", Port: 6443, TLS: true, Paths: []string{"/metrics", "/metrics/slis"}, ZPages: true},
+	{ID: KubeControllerManager, Job: "kube-controller-manager", PortName: "kcm", Port: 10257, TLS: true, Loopback: true, Paths: []string{"/metrics", "/metrics/slis"}, ZPages: true, StaticPod: "kube-controller-manager",
 		SelfSigned: "kube-controller-manager serves an in-memory self-signed certificate for localhost/127.0.0.1 (kubeadm issues none)"},
-	{ID: KubeScheduler, PortName: "scheduler", Port: 10259, TLS: true, Loopback: true, Paths: []string{"/metrics", "/metrics/slis", "/metrics/resources"}, ZPages: true, StaticPod: "kube-scheduler",
+	{ID: KubeScheduler, Job: "kube-scheduler", PortName: "scheduler", Port: 10259, TLS: true, Loopback: true, Paths: []string{"/metrics", "/metrics/slis", "/metrics/resources"}, ZPages: true, StaticPod: "kube-scheduler",
 		SelfSigned: "kube-scheduler serves an in-memory self-signed certificate for localhost/127.0.0.1 (kubeadm issues none)"},
-	{ID: Etcd, PortName: "etcd", Port: 2381, Loopback: true, Paths: []string{"/metrics"}, StaticPod: "etcd",
+	{ID: Etcd, Job: "kube-etcd", PortName: "etcd", Port: 2381, Loopback: true, Paths: []string{"/metrics"}, StaticPod: "etcd",
 		SelfSigned: "kube-rbac-proxy generates a self-signed serving certificate in front of etcd's plain-HTTP metrics"},
-	{ID: KubeProxy, PortName: "kube-proxy", Port: 10249, Loopback: true, Paths: []string{"/metrics", "/metrics/slis"}, ZPages: true,
+	{ID: KubeProxy, Job: "kube-proxy", PortName: "kube-proxy", Port: 10249, Loopback: true, Paths: []string{"/metrics", "/metrics/slis"}, ZPages: true,
 		SelfSigned: "kube-rbac-proxy generates a self-signed serving certificate in front of kube-proxy's plain-HTTP metrics"},
-	{ID: Kubelet, PortName: "https-metrics", Port: 10250, TLS: true, Paths: []string{"/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/slis"}, ZPages: true,
+	{ID: Kubelet, Job: "kubelet", PortName: "https-metrics", Port: 10250, TLS: true, Paths: []string{"/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/slis"}, ZPages: true,
 		SelfSigned: "kubelets self-sign their serving certificate unless serverTLSBootstrap is on"},
 }
 

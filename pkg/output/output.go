@@ -73,6 +73,9 @@ func Files(r *render.Result) (map[string][]byte, error) {
 		"cluster.yaml": r.ClusterYAML,
 		"PLAN.md":      []byte(r.PlanMarkdown()),
 	}
+	for name, content := range r.Files {
+		files[string(render.Prometheus)+"/"+name] = content
+	}
 	for _, t := range render.Targets {
 		var resources []string
 		kust := map[string]any{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}

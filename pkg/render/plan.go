@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
@@ -83,6 +84,18 @@ func (r *Result) PlanMarkdown() string {
 		b.WriteString("\n")
 	}
 
+	if c.Stack != spec.StackGeneric {
+		fmt.Fprintf(&b, "## Monitoring stack: %s\n\n", c.Stack)
+		fmt.Fprintf(&b, "Scrapers: %s.", scraperList(c.Scrapers))
+		if c.DefaultScraper {
+			b.WriteString(" (the stack's own Prometheus identity, because the section lists none)")
+		}
+		b.WriteString("\n")
+		for _, name := range sortedFiles(r.Files) {
+			fmt.Fprintf(&b, "- `prometheus/%s` is not an object: merge it into the %s release %q (`helm upgrade %s ... --reuse-values -f %s`).\n", name, c.Stack, c.Release, c.Release, name)
+		}
+		b.WriteString("\n")
+	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("## Warnings\n\n")
 		for _, w := range r.Warnings {
@@ -94,4 +107,25 @@ func (r *Result) PlanMarkdown() string {
 		b.WriteString("## Security\n\n`allowInsecure: true`: etcd and/or kube-proxy metrics are plain HTTP without authentication on every node address. Restrict ports 2381 and 10249 with a host firewall or security groups; NetworkPolicy does not apply to host-network ports.\n")
 	}
 	return b.String()
+}
+
+func scraperList(scrapers []spec.Scraper) string {
+	out := make([]string, len(scrapers))
+	for i, s := range scrapers {
+		if s.Namespace != "" {
+			out[i] = fmt.Sprintf("%s %s/%s", s.Kind, s.Namespace, s.Name)
+		} else {
+			out[i] = fmt.Sprintf("%s %s", s.Kind, s.Name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func sortedFiles(files map[string][]byte) []string {
+	out := make([]string, 0, len(files))
+	for k := range files {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

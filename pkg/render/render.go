@@ -79,7 +79,10 @@ type Result struct {
 	KubeProxyEdit *KubeProxyEdit
 	// DeploymentEdits change management-component Deployments (read-modify-write).
 	DeploymentEdits []templates.DeploymentEdit
-	Warnings        []spec.Warning
+	// Files go to the prometheus/ directory of -o kustomize and are not
+	// objects (the kube-prometheus-stack values).
+	Files    map[string][]byte
+	Warnings []spec.Warning
 }
 
 // Render defaults and validates the metrics section, then renders it. An
@@ -112,6 +115,9 @@ func Render(f *spec.File, opts spec.Options) (*Result, error) {
 	r.add(Workload, templates.Services(cfg)...)
 	r.add(Prometheus, templates.ServiceMonitors(cfg)...)
 	r.add(Prometheus, templates.ScrapeConfigObject(cfg)...)
+	r.add(Prometheus, templates.StackObjects(cfg)...)
+	r.add(Management, templates.PackageObjects(cfg)...)
+	r.Files = templates.StackFiles(cfg)
 	if cfg.Exposure == spec.ExposureBindAddress && cfg.KubeProxy && cfg.AllowInsecure {
 		r.KubeProxyEdit = &KubeProxyEdit{MetricsBindAddress: "0.0.0.0:10249"}
 	}
@@ -128,8 +134,8 @@ func (r *Result) add(t Target, objs ...templates.Object) {
 // kindOrder puts objects in the order they can be applied.
 var kindOrder = map[string]int{
 	"Namespace": 0, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 3, "Role": 4, "RoleBinding": 5,
-	"ConfigMap": 6, "Service": 7, "DaemonSet": 8, "Deployment": 9, "KubeadmControlPlane": 10,
-	"ServiceMonitor": 11, "PodMonitor": 12,
+	"ConfigMap": 6, "Secret": 6, "Service": 7, "DaemonSet": 8, "Deployment": 9, "KubeadmControlPlane": 10,
+	"ServiceMonitor": 11, "PodMonitor": 12, "Package": 13,
 }
 
 func targetIndex(t Target) int {

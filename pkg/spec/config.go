@@ -41,9 +41,16 @@ type Config struct {
 
 	TLSMinVersion string
 
+	Stack               Stack
+	Release             string
 	ServiceMonitors     bool
 	PrometheusConfig    bool
 	MonitoringNamespace string
+	MonitorLabels       map[string]string
+	DropHighCardinality bool
+	// DefaultScraper is true when Scrapers is the stack's own Prometheus
+	// identity because the section named none.
+	DefaultScraper bool
 
 	Images Images
 }

@@ -75,11 +75,32 @@ func Default(f *File, opts Options) *Config {
 	if c.TLSMinVersion == "" {
 		c.TLSMinVersion = TLS12
 	}
-	c.ServiceMonitors = boolOr(m.ScrapeConfig.ServiceMonitors, true)
-	c.PrometheusConfig = boolOr(m.ScrapeConfig.Prometheus, true)
-	c.MonitoringNamespace = m.ScrapeConfig.Namespace
+	sc := m.ScrapeConfig
+	c.Stack, c.Release = sc.Stack, sc.Release
+	operator, file, ns := true, true, "monitoring"
+	switch sc.Stack {
+	case StackKubePrometheusStack, StackKubePrometheus:
+		file = false
+	case StackEKSAnywhere:
+		operator, file, ns = false, false, "observability"
+		if c.Release == "" {
+			c.Release = DefaultEKSAPackageRelease
+		}
+	case StackPrometheus:
+		operator = false
+	}
+	c.ServiceMonitors = boolOr(sc.ServiceMonitors, operator)
+	c.PrometheusConfig = boolOr(sc.Prometheus, file)
+	c.MonitoringNamespace = sc.Namespace
 	if c.MonitoringNamespace == "" {
-		c.MonitoringNamespace = "monitoring"
+		c.MonitoringNamespace = ns
+	}
+	c.MonitorLabels = sc.Labels
+	c.DropHighCardinality = boolOr(sc.DropHighCardinality, true)
+	if len(c.Scrapers) == 0 {
+		if sa := StackScraper(c.Stack, c.Release, c.MonitoringNamespace); sa != nil {
+			c.Scrapers, c.DefaultScraper = []Scraper{*sa}, true
+		}
 	}
 	c.Images = m.Images
 	if c.Images.KubeRBACProxy == "" {
@@ -100,4 +121,47 @@ func (f *File) controlPlaneOS() string {
 		}
 	}
 	return ""
+}
+
+// StackScraper is the ServiceAccount a stack's Prometheus runs as, or nil
+// when the stack has no fixed one (or needs the release name to know it).
+func StackScraper(stack Stack, release, namespace string) *Scraper {
+	switch stack {
+	case StackKubePrometheusStack:
+		if release == "" {
+			return nil
+		}
+		return &Scraper{Kind: ScraperServiceAccount, Name: KubePrometheusStackFullname(release) + "-prometheus", Namespace: namespace}
+	case StackKubePrometheus:
+		return &Scraper{Kind: ScraperServiceAccount, Name: "prometheus-k8s", Namespace: namespace}
+	case StackEKSAnywhere:
+		// The prometheus chart's server fullname: <release>-server when the
+		// release name contains "prometheus", else <release>-prometheus-server.
+		name := release + "-prometheus-server"
+		if strings.Contains(release, "prometheus") {
+			name = release + "-server"
+		}
+		return &Scraper{Kind: ScraperServiceAccount, Name: truncate(name, 63), Namespace: namespace}
+	}
+	return nil
+}
+
+// KubePrometheusStackFullname is the chart's fullname helper for a release
+// (kube-prometheus-stack _helpers.tpl): the release name when it contains the
+// chart name, else "<release>-kube-prometheus-stack", cut to 26 characters
+// and a trailing "-".
+func KubePrometheusStackFullname(release string) string {
+	const chart = "kube-prometheus-stack"
+	name := release + "-" + chart
+	if strings.Contains(release, chart) {
+		name = release
+	}
+	return strings.TrimSuffix(truncate(name, 26), "-")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

@@ -131,12 +131,42 @@ const (
 	TLS13 = "VersionTLS13"
 )
 
-// ScrapeConfig selects which scrape configuration is rendered.
+// ScrapeConfig selects which scrape configuration is rendered, and for which
+// monitoring stack.
 type ScrapeConfig struct {
+	// Stack is the monitoring stack that scrapes the cluster; it decides what
+	// is rendered so that it plugs in (see docs/reference.md).
+	Stack Stack `json:"stack,omitempty"`
+	// Release is the Helm release of kube-prometheus-stack, or the name of the
+	// EKS Anywhere prometheus Package.
+	Release         string `json:"release,omitempty"`
 	ServiceMonitors *bool  `json:"serviceMonitors,omitempty"`
 	Prometheus      *bool  `json:"prometheus,omitempty"`
 	Namespace       string `json:"namespace,omitempty"`
+	// Labels are added to every ServiceMonitor.
+	Labels map[string]string `json:"labels,omitempty"`
+	// DropHighCardinality drops the high-cardinality series that
+	// kube-prometheus-stack drops (default true).
+	DropHighCardinality *bool `json:"dropHighCardinality,omitempty"`
 }
+
+// Stack is a monitoring stack profile.
+type Stack string
+
+// The monitoring stacks eksa-metrics renders for.
+const (
+	// StackGeneric (the default) renders ServiceMonitors and a plain
+	// scrape file for every component.
+	StackGeneric              Stack = ""
+	StackKubePrometheusStack  Stack = "kube-prometheus-stack"
+	StackKubePrometheus       Stack = "kube-prometheus"
+	StackEKSAnywhere          Stack = "eks-anywhere"
+	StackPrometheus           Stack = "prometheus"
+	DefaultEKSAPackageRelease       = "generated-prometheus"
+)
+
+// Stacks lists the stack names accepted in scrapeConfig.stack.
+var Stacks = []Stack{StackKubePrometheusStack, StackKubePrometheus, StackEKSAnywhere, StackPrometheus}
 
 // Images overrides the proxy images.
 type Images struct {

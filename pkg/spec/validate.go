@@ -70,7 +70,35 @@ func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
 			mErrs = append(mErrs, field.Invalid(field.NewPath("metadata", "name"), f.MetricsName, fmt.Sprintf("must equal spec.clusterRef.name %q", m.ClusterRef.Name)))
 		}
 	}
-	scraperErrs, scraperWarns := validateScrapers(m.Scrapers, root.Child("scrapers"))
+	sc := m.ScrapeConfig
+	if sc.Stack != StackGeneric && !slices.Contains(Stacks, sc.Stack) {
+		mErrs = append(mErrs, field.NotSupported(root.Child("scrapeConfig", "stack"), sc.Stack, Stacks))
+	}
+	if sc.Stack == StackKubePrometheusStack && sc.Release == "" {
+		mErrs = append(mErrs, field.Required(root.Child("scrapeConfig", "release"), "the Helm release name of kube-prometheus-stack (helm list -A); its Prometheus selects ServiceMonitors labelled release: <release>"))
+	}
+	if sc.Release != "" {
+		if sc.Stack != StackKubePrometheusStack && sc.Stack != StackEKSAnywhere {
+			mErrs = append(mErrs, field.Forbidden(root.Child("scrapeConfig", "release"), "only for stack kube-prometheus-stack (the Helm release) or eks-anywhere (the Package name)"))
+		}
+		for _, msg := range validation.IsDNS1123Label(sc.Release) {
+			mErrs = append(mErrs, field.Invalid(root.Child("scrapeConfig", "release"), sc.Release, msg))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(sc.Labels)) {
+		lp := root.Child("scrapeConfig", "labels").Key(k)
+		for _, msg := range validation.IsQualifiedName(k) {
+			mErrs = append(mErrs, field.Invalid(lp, k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(sc.Labels[k]) {
+			mErrs = append(mErrs, field.Invalid(lp, sc.Labels[k], msg))
+		}
+	}
+	scrapers := m.Scrapers
+	if len(scrapers) == 0 && c.DefaultScraper {
+		scrapers = c.Scrapers // the stack's own Prometheus identity
+	}
+	scraperErrs, scraperWarns := validateScrapers(scrapers, root.Child("scrapers"))
 	mErrs = append(mErrs, scraperErrs...)
 	for _, w := range scraperWarns {
 		warn(f.lineIndex(), w.path, "%s", w.detail)
@@ -209,7 +237,7 @@ func validateScrapers(scrapers []Scraper, p *field.Path) (field.ErrorList, []loc
 	var errs field.ErrorList
 	var warns []located
 	if len(scrapers) == 0 {
-		return append(errs, field.Required(p, "at least one identity that may read metrics, e.g. {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}")), nil
+		return append(errs, field.Required(p, "at least one identity that may read metrics, e.g. {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}, or a scrapeConfig.stack whose Prometheus identity is known (kube-prometheus-stack with its release, kube-prometheus, eks-anywhere)")), nil
 	}
 	seen := map[Scraper]int{}
 	for i, s := range scrapers {

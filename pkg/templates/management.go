@@ -153,7 +153,7 @@ func ManagementObjects(c *spec.Config) []Object {
 	var out []Object
 	for _, m := range ManagementComponents(c) {
 		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: m.Deployment + "-metrics", Namespace: m.Namespace, Labels: labels(map[string]string{ComponentLabel: m.Deployment})},
+			ObjectMeta: metav1.ObjectMeta{Name: m.Deployment + "-metrics", Namespace: m.Namespace, Labels: labels(map[string]string{ComponentLabel: m.Deployment, JobLabel: m.Deployment})},
 			Spec: corev1.ServiceSpec{
 				Selector: m.Selector,
 				Ports:    []corev1.ServicePort{{Name: "https", Port: components.MetricsPort, TargetPort: intstr.FromInt32(components.MetricsPort), Protocol: corev1.ProtocolTCP}},

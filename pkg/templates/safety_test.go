@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"go.yaml.in/yaml/v3"
 	"slices"
 	"strings"
 	"testing"
@@ -150,4 +151,83 @@ func asList(v any) []any {
 func lookup(t *testing.T, id string) components.Cluster {
 	t.Helper()
 	return components.Lookup(components.ID(id))
+}
+
+// What the alert rules and dashboards select on: the job of every
+// component, the same in both forms; metrics_path and honored labels on the
+// kubelet; the release label for kube-prometheus-stack; the drop lists.
+func TestJobsMatchTheMixins(t *testing.T) {
+	c := allOn(spec.ExposureProxy)
+	c.DropHighCardinality = true
+	want := map[string]string{"kube-apiserver": "apiserver", "kube-controller-manager": "kube-controller-manager", "kube-scheduler": "kube-scheduler",
+		"etcd": "kube-etcd", "kube-proxy": "kube-proxy", "kubelet": "kubelet"}
+	for _, tg := range targets(c) {
+		if want[string(tg.comp.ID)] != tg.job {
+			t.Errorf("%s: job %q, want %q", tg.comp.ID, tg.job, want[string(tg.comp.ID)])
+		}
+	}
+	for _, o := range ServiceMonitors(c) {
+		sp := o["spec"].(map[string]any)
+		id := o["metadata"].(map[string]any)["labels"].(map[string]any)[ComponentLabel]
+		if id == "kubelet" {
+			if sp["jobLabel"] != "k8s-app" {
+				t.Errorf("kubelet jobLabel %v", sp["jobLabel"])
+			}
+			for _, ep := range sp["endpoints"].([]any) {
+				e := ep.(map[string]any)
+				rel, _ := e["relabelings"].([]any)
+				if e["honorLabels"] != true || len(rel) == 0 || rel[0].(map[string]any)["targetLabel"] != "metrics_path" {
+					t.Errorf("kubelet endpoint %v: no honorLabels or metrics_path", e["path"])
+				}
+				if e["path"] == "/metrics/cadvisor" && len(asList(e["metricRelabelings"])) != 8 {
+					t.Errorf("cAdvisor drops: %v", e["metricRelabelings"])
+				}
+			}
+		}
+		if id == "kube-apiserver" && sp["jobLabel"] != "component" {
+			t.Errorf("apiserver jobLabel %v: its Service default/kubernetes labels component=apiserver", sp["jobLabel"])
+		}
+	}
+	for _, j := range scrapeJobs(c) {
+		if strings.HasPrefix(j.JobName, "eksa-metrics/kubelet") != j.HonorLabels {
+			t.Errorf("%s: honor_labels %t", j.JobName, j.HonorLabels)
+		}
+		for _, r := range j.RelabelConfigs {
+			if r.TargetLabel == "node" && !strings.HasPrefix(j.JobName, "eksa-metrics/kubelet") {
+				t.Errorf("%s sets a node label: etcd's rules would see each member apart", j.JobName)
+			}
+		}
+	}
+	c.Stack, c.Release = spec.StackKubePrometheusStack, "kps"
+	for _, o := range ServiceMonitors(c) {
+		if o["metadata"].(map[string]any)["labels"].(map[string]any)["release"] != "kps" {
+			t.Errorf("%v has no release: kps label", o["metadata"])
+		}
+		if id := o["metadata"].(map[string]any)["labels"].(map[string]any)[ComponentLabel]; id == "kubelet" || id == "kube-apiserver" {
+			t.Errorf("kube-prometheus-stack scrapes %s itself: rendering it doubles its series", id)
+		}
+	}
+	c.DropHighCardinality = false
+	c.Stack = spec.StackGeneric
+	for _, j := range scrapeJobs(c) {
+		if len(j.MetricRelabelConfigs) > 0 {
+			t.Errorf("%s drops series although dropHighCardinality is off", j.JobName)
+		}
+	}
+}
+
+// prometheus-operator's additionalScrapeConfigs wants a YAML list; a plain
+// Prometheus's scrape_config_files a file with scrape_configs.
+func TestScrapeFileShapes(t *testing.T) {
+	c := allOn(spec.ExposureProxy)
+	var list []map[string]any
+	if err := yaml.Unmarshal([]byte(AdditionalScrapeConfigs(c)), &list); err != nil || len(list) == 0 {
+		t.Fatalf("additionalScrapeConfigs is not a list: %v", err)
+	}
+	var file struct {
+		ScrapeConfigs []map[string]any `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal([]byte(ScrapeConfigFile(c)), &file); err != nil || len(file.ScrapeConfigs) != len(list) {
+		t.Fatalf("the file and the list differ: %d vs %d (%v)", len(file.ScrapeConfigs), len(list), err)
+	}
 }

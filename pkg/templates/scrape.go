@@ -2,8 +2,9 @@ package templates
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,13 +18,23 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
+// JobLabel is the label of the Services eksa-metrics renders whose value is
+// the Prometheus job: the ServiceMonitors name it as jobLabel, and the plain
+// scrape file sets the same job, so both forms give the series the job the
+// alert rules select (components.Cluster.Job).
+const JobLabel = "eksa-metrics/job"
+
 // target is how Prometheus reaches one component in this configuration.
 type target struct {
 	comp components.Cluster
+	// job is the job label of the component's series.
+	job string
 	// service is the Service (namespace/name) whose endpoints are scraped.
 	serviceNS, serviceName string
 	// selector picks the Service: our own label, or the one that already exists.
 	selector map[string]string
+	// jobLabel is the Service label whose value is the job.
+	jobLabel string
 	port     string
 	scheme   string
 	// verify: the target's certificate chains to the cluster CA with this name.
@@ -34,19 +45,24 @@ type target struct {
 	mgmt bool
 }
 
-// targets lists the scrape targets of the enabled components.
+// targets lists the scrape targets of the enabled components, without those
+// the chosen monitoring stack already scrapes itself.
 func targets(c *spec.Config) []target {
 	var out []target
 	for _, comp := range Enabled(c) {
-		t := target{comp: comp, serviceNS: SystemNS, serviceName: Prefix + "-" + string(comp.ID), port: comp.PortName, scheme: "https", insecure: comp.SelfSigned}
+		if slices.Contains(profileOf(c).scrapesItself, comp.ID) {
+			continue
+		}
+		t := target{comp: comp, job: comp.Job, serviceNS: SystemNS, serviceName: Prefix + "-" + string(comp.ID), port: comp.PortName, scheme: "https", insecure: comp.SelfSigned, jobLabel: JobLabel}
 		t.selector = map[string]string{ComponentLabel: string(comp.ID)}
 		switch comp.ID {
 		case components.KubeAPIServer:
 			t.serviceNS, t.serviceName, t.serverName, t.insecure = "default", "kubernetes", "kubernetes", ""
-			t.selector = map[string]string{"component": "apiserver", "provider": "kubernetes"}
+			t.selector, t.jobLabel = map[string]string{"component": "apiserver", "provider": "kubernetes"}, "component"
 		case components.Kubelet:
-			// The Service prometheus-operator maintains (--kubelet-service=kube-system/kubelet).
-			t.serviceName, t.selector = "kubelet", map[string]string{"k8s-app": "kubelet"}
+			// The Service prometheus-operator maintains (--kubelet-service=kube-system/kubelet);
+			// plain Prometheus discovers the nodes instead.
+			t.serviceName, t.selector, t.jobLabel = "kubelet", map[string]string{"k8s-app": "kubelet"}, "k8s-app"
 		case components.Etcd, components.KubeProxy:
 			if c.Exposure == spec.ExposureBindAddress {
 				t.scheme, t.insecure = "http", ""
@@ -60,8 +76,8 @@ func targets(c *spec.Config) []target {
 		if m.Family == components.Sidecar {
 			why = "the kube-rbac-proxy sidecar generates a self-signed serving certificate"
 		}
-		out = append(out, target{comp: comp, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
-			selector: map[string]string{ComponentLabel: m.Deployment}, insecure: why, mgmt: true})
+		out = append(out, target{comp: comp, job: m.Deployment, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
+			selector: map[string]string{ComponentLabel: m.Deployment}, jobLabel: JobLabel, insecure: why, mgmt: true})
 	}
 	return out
 }
@@ -71,33 +87,85 @@ func targets(c *spec.Config) []target {
 // pods and kube-proxy pods in bindAddress mode.
 func Services(c *spec.Config) []Object {
 	var out []Object
-	for _, t := range targets(c) {
-		if t.comp.ID == components.KubeAPIServer || t.comp.ID == components.Kubelet || t.mgmt {
-			continue // their Services exist already, or come with ManagementObjects
+	for _, comp := range Enabled(c) {
+		if comp.ID == components.KubeAPIServer || comp.ID == components.Kubelet {
+			continue // their Services exist already
 		}
 		var selector map[string]string
 		switch {
-		case c.Exposure == spec.ExposureProxy && t.comp.ID == components.KubeProxy:
+		case c.Exposure == spec.ExposureProxy && comp.ID == components.KubeProxy:
 			selector = map[string]string{NameLabel: NodeDS}
 		case c.Exposure == spec.ExposureProxy:
 			selector = map[string]string{NameLabel: ControlPlaneDS}
-		case t.comp.ID == components.KubeProxy:
+		case comp.ID == components.KubeProxy:
 			selector = map[string]string{"k8s-app": "kube-proxy"}
 		default:
-			selector = map[string]string{"component": t.comp.StaticPod, "tier": "control-plane"}
+			selector = map[string]string{"component": comp.StaticPod, "tier": "control-plane"}
 		}
 		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: t.serviceName, Namespace: t.serviceNS, Labels: labels(t.selector)},
+			ObjectMeta: metav1.ObjectMeta{Name: Prefix + "-" + string(comp.ID), Namespace: SystemNS, Labels: labels(map[string]string{ComponentLabel: string(comp.ID), JobLabel: comp.Job})},
 			Spec: corev1.ServiceSpec{
 				ClusterIP: corev1.ClusterIPNone,
 				Selector:  selector,
-				Ports:     []corev1.ServicePort{{Name: t.port, Port: int32(t.comp.Port), TargetPort: intstr.FromInt32(int32(t.comp.Port)), Protocol: corev1.ProtocolTCP}},
+				Ports:     []corev1.ServicePort{{Name: comp.PortName, Port: int32(comp.Port), TargetPort: intstr.FromInt32(int32(comp.Port)), Protocol: corev1.ProtocolTCP}},
 			},
 		}
 		out = append(out, toObject("v1", "Service", svc))
 	}
 	return out
 }
+
+// relabel is one relabeling rule, in the words of both forms.
+type relabel struct {
+	SourceLabels []string
+	Regex        string
+	Action       string
+	TargetLabel  string
+	Replacement  string
+}
+
+func (r relabel) operator() monitoringv1.RelabelConfig {
+	out := monitoringv1.RelabelConfig{Regex: r.Regex, Action: r.Action, TargetLabel: r.TargetLabel}
+	for _, l := range r.SourceLabels {
+		out.SourceLabels = append(out.SourceLabels, monitoringv1.LabelName(l))
+	}
+	if r.Replacement != "" {
+		out.Replacement = ptr.To(r.Replacement)
+	}
+	return out
+}
+
+// highCardinality are the series kube-prometheus-stack drops at scrape time
+// (its values.yaml, chart 88.5.3: kubeApiServer.serviceMonitor.metricRelabelings,
+// kubelet.serviceMonitor.metricRelabelings and cAdvisorMetricRelabelings),
+// per component and path.
+var highCardinality = map[string][]relabel{
+	"kube-apiserver /metrics": {{SourceLabels: []string{"__name__", "le"}, Action: "drop",
+		Regex: `(etcd_request|apiserver_request_slo|apiserver_request_sli|apiserver_request)_duration_seconds_bucket;(0\.15|0\.2|0\.3|0\.35|0\.4|0\.45|0\.6|0\.7|0\.8|0\.9|1\.25|1\.5|1\.75|2|3|3\.5|4|4\.5|6|7|8|9|15|20|40|45|50)(\.0)?`}},
+	"kubelet /metrics": {{SourceLabels: []string{"__name__", "le"}, Action: "drop",
+		Regex: `(csi_operations|storage_operation_duration)_seconds_bucket;(0.25|2.5|15|25|120|600)(\.0)?`}},
+	"kubelet /metrics/cadvisor": {
+		{SourceLabels: []string{"__name__"}, Action: "drop", Regex: `container_cpu_(cfs_throttled_seconds_total|load_average_10s|system_seconds_total|user_seconds_total)`},
+		{SourceLabels: []string{"__name__"}, Action: "drop", Regex: `container_fs_(io_current|io_time_seconds_total|io_time_weighted_seconds_total|reads_merged_total|sector_reads_total|sector_writes_total|writes_merged_total)`},
+		{SourceLabels: []string{"__name__"}, Action: "drop", Regex: `container_memory_(mapped_file|swap)`},
+		{SourceLabels: []string{"__name__"}, Action: "drop", Regex: `container_(file_descriptors|tasks_state|threads_max)`},
+		{SourceLabels: []string{"__name__", "scope"}, Action: "drop", Regex: `container_memory_failures_total;hierarchy`},
+		{SourceLabels: []string{"__name__", "interface"}, Action: "drop", Regex: `container_network_.*;(cali|cilium|cni|lxc|nodelocaldns|tunl).*`},
+		{SourceLabels: []string{"__name__"}, Action: "drop", Regex: `container_spec.*`},
+		{SourceLabels: []string{"id", "pod"}, Action: "drop", Regex: `.+;`},
+	},
+}
+
+func drops(c *spec.Config, t target, path string) []relabel {
+	if !c.DropHighCardinality {
+		return nil
+	}
+	return highCardinality[string(t.comp.ID)+" "+path]
+}
+
+// metricsPathLabel copies the path into the metrics_path label, which the
+// kubelet rules select (KubeletDown wants metrics_path="/metrics").
+var metricsPathLabel = relabel{SourceLabels: []string{"__metrics_path__"}, TargetLabel: "metrics_path", Action: "replace"}
 
 // ServiceMonitors renders one prometheus-operator ServiceMonitor per target.
 func ServiceMonitors(c *spec.Config) []Object {
@@ -106,6 +174,7 @@ func ServiceMonitors(c *spec.Config) []Object {
 	}
 	var out []Object
 	for _, t := range targets(c) {
+		kubelet := t.comp.ID == components.Kubelet
 		var eps []monitoringv1.Endpoint
 		for _, p := range t.comp.Paths {
 			ep := monitoringv1.Endpoint{Port: t.port, Path: p, Scheme: t.scheme}
@@ -119,40 +188,54 @@ func ServiceMonitors(c *spec.Config) []Object {
 				}
 				ep.TLSConfig = tls
 			}
+			if kubelet {
+				// cAdvisor and the probes carry their own namespace and pod labels.
+				ep.HonorLabels = true
+				ep.RelabelConfigs = append(ep.RelabelConfigs, metricsPathLabel.operator())
+				if p == "/metrics/cadvisor" {
+					ep.TrackTimestampsStaleness = ptr.To(true)
+				}
+			}
+			for _, d := range drops(c, t, p) {
+				ep.MetricRelabelConfigs = append(ep.MetricRelabelConfigs, d.operator())
+			}
 			eps = append(eps, ep)
 		}
-		meta := metav1.ObjectMeta{Name: Prefix + "-" + string(t.comp.ID), Namespace: c.MonitoringNamespace, Labels: labels(map[string]string{ComponentLabel: string(t.comp.ID)})}
+		lbls := map[string]string{ComponentLabel: string(t.comp.ID)}
+		for k, v := range profileOf(c).monitorLabels(c) {
+			lbls[k] = v
+		}
+		meta := metav1.ObjectMeta{Name: Prefix + "-" + string(t.comp.ID), Namespace: c.MonitoringNamespace, Labels: labels(lbls)}
 		if t.insecure != "" && t.scheme == "https" {
 			meta.Annotations = map[string]string{InsecureSkipVerifyAnnotation: t.insecure}
 		}
 		sm := &monitoringv1.ServiceMonitor{
 			ObjectMeta: meta,
 			Spec: monitoringv1.ServiceMonitorSpec{
-				JobLabel:          ComponentLabel,
+				JobLabel:          t.jobLabel,
 				Endpoints:         eps,
 				Selector:          metav1.LabelSelector{MatchLabels: t.selector},
 				NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{t.serviceNS}},
 			},
-		}
-		if t.comp.ID == components.KubeAPIServer || t.comp.ID == components.Kubelet {
-			sm.Spec.JobLabel = ""
 		}
 		out = append(out, toObject(monitoringv1.SchemeGroupVersion.String(), monitoringv1.ServiceMonitorsKind, sm))
 	}
 	return out
 }
 
-// Prometheus scrape_configs, as a plain Prometheus configuration file;
-// writeJob writes them.
+// scrapeJob is one job of a plain Prometheus scrape_configs list; writeJob
+// writes it.
 type scrapeJob struct {
-	JobName             string
-	Scheme              string
-	MetricsPath         string
-	Authorization       *authorization
-	TLSConfig           *tlsConfig
-	KubernetesSDConfigs []kubernetesSD
-	RelabelConfigs      []relabel
-	comment             string
+	JobName              string
+	Scheme               string
+	MetricsPath          string
+	HonorLabels          bool
+	Authorization        *authorization
+	TLSConfig            *tlsConfig
+	KubernetesSDConfigs  []kubernetesSD
+	RelabelConfigs       []relabel
+	MetricRelabelConfigs []relabel
+	comment              string
 }
 
 type authorization struct {
@@ -167,19 +250,7 @@ type tlsConfig struct {
 
 type kubernetesSD struct {
 	Role       string
-	Namespaces sdNamespaces
-}
-
-type sdNamespaces struct {
-	Names []string
-}
-
-type relabel struct {
-	SourceLabels []string
-	Regex        string
-	Action       string
-	TargetLabel  string
-	Replacement  string
+	Namespaces []string
 }
 
 // promLabel is how Prometheus service discovery spells a label name.
@@ -192,57 +263,87 @@ func promLabel(prefix, name string) string {
 	}, name)
 }
 
-// ScrapeConfigFile renders a Prometheus scrape_configs file equivalent to the
-// ServiceMonitors, for Prometheus servers without the operator. It expects
-// Prometheus to run in the cluster as one of the scrapers.
-func ScrapeConfigFile(c *spec.Config) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Rendered by eksa-metrics for cluster %q. Add these jobs to prometheus.yml\n", c.ClusterName)
-	b.WriteString("# (scrape_configs), or reference this file from a prometheus-operator\n# Prometheus as additionalScrapeConfigs. Prometheus must run in the cluster as\n# one of the scrapers: it authenticates with its own ServiceAccount token.\nscrape_configs:\n")
+// scrapeJobs are the jobs of the plain scrape configuration: the same targets
+// and job labels as the ServiceMonitors, discovered through EndpointSlices
+// (the Endpoints API is deprecated from Kubernetes 1.33), and the kubelets
+// through the Node objects (no operator maintains a kubelet Service here).
+// Job names are unique per path; the job label is the component's.
+func scrapeJobs(c *spec.Config) []scrapeJob {
+	var out []scrapeJob
 	for _, t := range targets(c) {
+		kubelet := t.comp.ID == components.Kubelet
 		for _, p := range t.comp.Paths {
 			job := scrapeJob{
-				JobName:             Prefix + "/" + string(t.comp.ID) + strings.ReplaceAll(strings.TrimPrefix(p, "/metrics"), "/", "-"),
-				Scheme:              t.scheme,
-				MetricsPath:         p,
-				KubernetesSDConfigs: []kubernetesSD{{Role: "endpoints", Namespaces: sdNamespaces{Names: []string{t.serviceNS}}}},
+				JobName:     Prefix + "/" + t.job + strings.TrimPrefix(p, "/metrics"),
+				Scheme:      t.scheme,
+				MetricsPath: p,
+				HonorLabels: kubelet,
 			}
 			if t.scheme == "https" { // never a token over plain HTTP
 				job.Authorization = &authorization{CredentialsFile: saTokenFile}
 				job.TLSConfig = &tlsConfig{CAFile: saCAFile, ServerName: t.serverName}
 				if t.insecure != "" {
-					job.TLSConfig = &tlsConfig{InsecureSkipVerify: true}
+					job.TLSConfig = &tlsConfig{CAFile: saCAFile, InsecureSkipVerify: true}
 					job.comment = "insecure_skip_verify: " + t.insecure
 				}
 			}
-			var src []string
-			var regex []string
-			keys := make([]string, 0, len(t.selector))
-			for k := range t.selector {
-				keys = append(keys, k)
+			if kubelet {
+				job.KubernetesSDConfigs = []kubernetesSD{{Role: "node"}}
+				job.RelabelConfigs = []relabel{
+					{SourceLabels: []string{"__meta_kubernetes_node_name"}, TargetLabel: "node", Action: "replace"},
+					metricsPathLabel,
+				}
+			} else {
+				var src, regex []string
+				for _, k := range slices.Sorted(maps.Keys(t.selector)) {
+					src = append(src, promLabel("__meta_kubernetes_service_label_", k))
+					regex = append(regex, t.selector[k])
+				}
+				src = append(src, "__meta_kubernetes_endpointslice_port_name")
+				regex = append(regex, t.port)
+				job.KubernetesSDConfigs = []kubernetesSD{{Role: "endpointslice", Namespaces: []string{t.serviceNS}}}
+				job.RelabelConfigs = []relabel{{SourceLabels: src, Regex: strings.Join(regex, ";"), Action: "keep"}}
 			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				src = append(src, promLabel("__meta_kubernetes_service_label_", k))
-				regex = append(regex, t.selector[k])
-			}
-			src = append(src, "__meta_kubernetes_endpoint_port_name")
-			regex = append(regex, t.port)
-			job.RelabelConfigs = []relabel{
-				{SourceLabels: src, Regex: strings.Join(regex, ";"), Action: "keep"},
-				{SourceLabels: []string{"__meta_kubernetes_endpoint_node_name"}, TargetLabel: "node"},
-			}
-			if t.comp.ID == components.KubeAPIServer {
-				job.RelabelConfigs = job.RelabelConfigs[:1]
-			}
-			writeJob(&b, job)
+			job.RelabelConfigs = append(job.RelabelConfigs, relabel{TargetLabel: "job", Replacement: t.job, Action: "replace"})
+			job.MetricRelabelConfigs = drops(c, t, p)
+			out = append(out, job)
 		}
+	}
+	return out
+}
+
+// ScrapeConfigFile renders the plain Prometheus scrape configuration, for
+// Prometheus servers without the operator: a file with one top-level
+// scrape_configs key, which prometheus.yml loads with scrape_config_files.
+// Prometheus must run in the cluster as one of the scrapers: it
+// authenticates with its own ServiceAccount token.
+func ScrapeConfigFile(c *spec.Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Rendered by eksa-metrics for cluster %q. Load it from prometheus.yml with\n", c.ClusterName)
+	b.WriteString("#   scrape_config_files: [/etc/prometheus/eksa-metrics/scrape-configs.yaml]\n# or copy the jobs into its scrape_configs. Prometheus must run in the cluster as\n# one of the scrapers: it authenticates with its own ServiceAccount token.\n# A prometheus-operator Prometheus takes the same jobs as a list: see\n# additional-scrape-configs.yaml (additionalScrapeConfigs).\nscrape_configs:\n")
+	writeJobs(&b, c)
+	return b.String()
+}
+
+// AdditionalScrapeConfigs renders the same jobs as a YAML list: what a
+// prometheus-operator Prometheus reads from the Secret key named by
+// spec.additionalScrapeConfigs.
+func AdditionalScrapeConfigs(c *spec.Config) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Rendered by eksa-metrics for cluster %q: a list of scrape configs for a\n# prometheus-operator Prometheus (spec.additionalScrapeConfigs).\n", c.ClusterName)
+	writeJobs(&b, c)
+	return b.String()
+}
+
+func writeJobs(b *strings.Builder, c *spec.Config) {
+	for _, job := range scrapeJobs(c) {
+		writeJob(b, job, "", false)
 	}
 	if c.ExternalEtcdScrape {
 		b.WriteString(`# External etcd (etcdadm) is not changed by eksa-metrics: it serves /metrics on
 # https://<etcd machine IP>:2379 and requires a client certificate signed by the
 # etcd CA. Mount one into Prometheus and list the etcd machines, for example:
-# - job_name: eksa-metrics/etcd-external
+# - job_name: eksa-metrics/kube-etcd-external
 #   scheme: https
 #   tls_config:
 #     ca_file: /etc/prometheus/secrets/etcd-client/ca.crt
@@ -250,47 +351,77 @@ func ScrapeConfigFile(c *spec.Config) string {
 #     key_file: /etc/prometheus/secrets/etcd-client/tls.key
 #   static_configs:
 #   - targets: ["<etcd-1 IP>:2379", "<etcd-2 IP>:2379", "<etcd-3 IP>:2379"]
+#   relabel_configs:
+#   - target_label: job
+#     replacement: kube-etcd
 `)
 	}
-	return b.String()
 }
 
-// writeJob writes one job. The shape is fixed, so it is written directly
-// (a YAML encoder was half of the render time); every value is a plain
-// scalar or quoted by yamlScalar.
-func writeJob(b *strings.Builder, job scrapeJob) {
-	if job.comment != "" {
-		fmt.Fprintf(b, "# %s\n", job.comment)
+// writeJob writes one job as a list item (or, with asMap, as a map entry
+// keyed by its name), each line prefixed by indent. The shape is fixed, so it
+// is written directly (a YAML encoder was half of the render time); every
+// value is a plain scalar or quoted by yamlScalar.
+func writeJob(b *strings.Builder, job scrapeJob, indent string, asMap bool) {
+	line := func(format string, args ...any) {
+		b.WriteString(indent)
+		fmt.Fprintf(b, format, args...)
+		b.WriteByte('\n')
 	}
-	fmt.Fprintf(b, "- job_name: %s\n  scheme: %s\n  metrics_path: %s\n", yamlScalar(job.JobName), yamlScalar(job.Scheme), yamlScalar(job.MetricsPath))
+	if job.comment != "" {
+		line("# %s", job.comment)
+	}
+	if asMap {
+		line("%s:", yamlScalar(job.JobName))
+	} else {
+		line("- job_name: %s", yamlScalar(job.JobName))
+	}
+	line("  scheme: %s", yamlScalar(job.Scheme))
+	line("  metrics_path: %s", yamlScalar(job.MetricsPath))
+	if job.HonorLabels {
+		line("  honor_labels: true")
+	}
 	if job.Authorization != nil {
-		fmt.Fprintf(b, "  authorization:\n    credentials_file: %s\n", yamlScalar(job.Authorization.CredentialsFile))
+		line("  authorization:")
+		line("    credentials_file: %s", yamlScalar(job.Authorization.CredentialsFile))
 	}
 	if t := job.TLSConfig; t != nil {
-		b.WriteString("  tls_config:\n")
+		line("  tls_config:")
 		if t.CAFile != "" {
-			fmt.Fprintf(b, "    ca_file: %s\n", yamlScalar(t.CAFile))
+			line("    ca_file: %s", yamlScalar(t.CAFile))
 		}
 		if t.ServerName != "" {
-			fmt.Fprintf(b, "    server_name: %s\n", yamlScalar(t.ServerName))
+			line("    server_name: %s", yamlScalar(t.ServerName))
 		}
 		if t.InsecureSkipVerify {
-			b.WriteString("    insecure_skip_verify: true\n")
+			line("    insecure_skip_verify: true")
 		}
 	}
-	b.WriteString("  kubernetes_sd_configs:\n")
+	line("  kubernetes_sd_configs:")
 	for _, sd := range job.KubernetesSDConfigs {
-		fmt.Fprintf(b, "    - role: %s\n      namespaces:\n        names:\n", yamlScalar(sd.Role))
-		for _, n := range sd.Namespaces.Names {
-			fmt.Fprintf(b, "          - %s\n", yamlScalar(n))
+		line("    - role: %s", yamlScalar(sd.Role))
+		if len(sd.Namespaces) > 0 {
+			line("      namespaces:")
+			line("        names:")
+			for _, n := range sd.Namespaces {
+				line("          - %s", yamlScalar(n))
+			}
 		}
 	}
-	b.WriteString("  relabel_configs:\n")
-	for _, r := range job.RelabelConfigs {
+	writeRelabels(line, "relabel_configs", job.RelabelConfigs)
+	writeRelabels(line, "metric_relabel_configs", job.MetricRelabelConfigs)
+}
+
+func writeRelabels(line func(string, ...any), key string, rules []relabel) {
+	if len(rules) == 0 {
+		return
+	}
+	line("  %s:", key)
+	for _, r := range rules {
 		prefix := "    - "
 		field := func(k, v string) {
 			if v != "" {
-				fmt.Fprintf(b, "%s%s: %s\n", prefix, k, v)
+				line("%s%s: %s", prefix, k, v)
 				prefix = "      "
 			}
 		}

@@ -42,6 +42,8 @@ func TestScrapeConfigFileParses(t *testing.T) {
 				SourceLabels []string `yaml:"source_labels"`
 				Regex        string   `yaml:"regex"`
 				Action       string   `yaml:"action"`
+				TargetLabel  string   `yaml:"target_label"`
+				Replacement  string   `yaml:"replacement"`
 			} `yaml:"relabel_configs"`
 		} `yaml:"scrape_configs"`
 	}
@@ -56,10 +58,21 @@ func TestScrapeConfigFileParses(t *testing.T) {
 	if len(doc.ScrapeConfigs) != jobs || jobs == 0 {
 		t.Fatalf("%d jobs, want %d", len(doc.ScrapeConfigs), jobs)
 	}
+	names := map[string]bool{}
 	for _, j := range doc.ScrapeConfigs {
+		if names[j.JobName] {
+			t.Errorf("job name %s twice: Prometheus refuses the file", j.JobName)
+		}
+		names[j.JobName] = true
+		kubelet := strings.HasPrefix(j.JobName, "eksa-metrics/kubelet")
+		first := j.RelabelConfigs[0]
 		if !strings.HasPrefix(j.JobName, "eksa-metrics/") || j.Scheme != "https" || !strings.HasPrefix(j.MetricsPath, "/metrics") ||
-			len(j.RelabelConfigs) == 0 || j.RelabelConfigs[0].Action != "keep" || len(j.RelabelConfigs[0].SourceLabels) < 2 {
+			!kubelet && (first.Action != "keep" || len(first.SourceLabels) < 2) {
 			t.Errorf("job %+v", j)
+		}
+		last := j.RelabelConfigs[len(j.RelabelConfigs)-1]
+		if last.TargetLabel != "job" || last.Replacement == "" {
+			t.Errorf("job %s does not set the job label: %+v", j.JobName, last)
 		}
 	}
 }

@@ -11,6 +11,9 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
@@ -38,6 +41,7 @@ func Checks() []Check {
 		{"drift", "online", checkDrift},
 		{"scraper-identities", "online", checkScrapers},
 		{"prometheus-operator-crds", "online", checkCRDs},
+		{"prometheus-selects-monitors", "online", checkPrometheusSelects},
 		{"cluster-not-paused", "online", checkNotPaused},
 		{"eksa-controller-auth", "online", checkEKSAControllerAuth},
 	}
@@ -437,4 +441,95 @@ func checkEKSAControllerAuth(ctx context.Context, in *Input) Result {
 			Remediation: "bind ServiceAccount eksa-system/eksa-controller-manager to system:auth-delegator (management-component support renders this)"}
 	}
 	return pass("eksa-controller-manager may create tokenreviews and subjectaccessreviews")
+}
+
+// checkPrometheusSelects finds a prometheus-operator Prometheus that selects
+// the rendered ServiceMonitors (its serviceMonitorSelector matches their
+// labels, its serviceMonitorNamespaceSelector their namespace) and runs as one
+// of the scrapers. Without one, nothing scrapes what eksa-metrics renders:
+// kube-prometheus-stack, for example, selects only release: <release>.
+func checkPrometheusSelects(ctx context.Context, in *Input) Result {
+	c := in.Result.Config
+	var sm *render.Object
+	for _, o := range in.Result.Objects {
+		if o.Kind() == "ServiceMonitor" {
+			sm = &o
+			break
+		}
+	}
+	if sm == nil {
+		return pass("no ServiceMonitors are rendered")
+	}
+	gvr := schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"}
+	list, err := in.Workload.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return Result{Status: Warn, Message: "the cluster serves no Prometheus API (monitoring.coreos.com/v1 prometheuses): nothing scrapes the rendered ServiceMonitors",
+			Remediation: "install prometheus-operator (kube-prometheus-stack or kube-prometheus), or choose scrapeConfig.stack eks-anywhere or prometheus"}
+	}
+	if err != nil {
+		return Result{Status: Error, Message: "could not list the Prometheus objects", Details: []string{err.Error()}}
+	}
+	smLabels := labels.Set(mapOf(sm.Object, "metadata", "labels"))
+	var seen []string
+	for _, p := range list.Items {
+		name := p.GetNamespace() + "/" + p.GetName()
+		selects, err := selectorMatches(p.Object, "serviceMonitorSelector", smLabels)
+		if err != nil {
+			return Result{Status: Error, Message: "Prometheus " + name + " has a selector that does not parse", Details: []string{err.Error()}}
+		}
+		nsOK := p.GetNamespace() == c.MonitoringNamespace // a null namespace selector means its own namespace only
+		if _, set, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", "serviceMonitorNamespaceSelector"); set {
+			ns, err := in.Workload.Core.CoreV1().Namespaces().Get(ctx, c.MonitoringNamespace, metav1.GetOptions{})
+			var nsLabels labels.Set
+			if err == nil {
+				nsLabels = ns.Labels
+			}
+			if nsOK, err = selectorMatches(p.Object, "serviceMonitorNamespaceSelector", nsLabels); err != nil {
+				return Result{Status: Error, Message: "Prometheus " + name + " has a selector that does not parse", Details: []string{err.Error()}}
+			}
+		}
+		sa, _, _ := unstructured.NestedString(p.Object, "spec", "serviceAccountName")
+		if sa == "" {
+			sa = "default"
+		}
+		scraper := slices.ContainsFunc(c.Scrapers, func(s spec.Scraper) bool {
+			return s.Kind == spec.ScraperServiceAccount && s.Name == sa && s.Namespace == p.GetNamespace()
+		})
+		switch {
+		case selects && nsOK && scraper:
+			return pass("Prometheus %s selects the rendered ServiceMonitors and runs as scraper %s/%s", name, p.GetNamespace(), sa)
+		case selects && nsOK:
+			seen = append(seen, fmt.Sprintf("Prometheus %s selects them but runs as ServiceAccount %s/%s, which is not a scraper", name, p.GetNamespace(), sa))
+		default:
+			seen = append(seen, fmt.Sprintf("Prometheus %s does not select ServiceMonitors labelled %s in namespace %s", name, smLabels, c.MonitoringNamespace))
+		}
+	}
+	if len(seen) == 0 {
+		seen = []string{"no Prometheus object in the cluster"}
+	}
+	return Result{Status: Warn, Message: "no Prometheus of the cluster scrapes the rendered ServiceMonitors as a scraper", Details: seen,
+		Remediation: "set scrapeConfig.stack (kube-prometheus-stack selects release: <release>), scrapeConfig.labels or scrapeConfig.namespace to what the Prometheus selects, and list its ServiceAccount in scrapers"}
+}
+
+func mapOf(obj map[string]any, path ...string) map[string]string {
+	m, _, _ := unstructured.NestedStringMap(obj, path...)
+	return m
+}
+
+// selectorMatches evaluates spec.<field> of a Prometheus, a LabelSelector
+// where null matches nothing and {} everything.
+func selectorMatches(obj map[string]any, field string, set labels.Set) (bool, error) {
+	raw, found, _ := unstructured.NestedFieldNoCopy(obj, "spec", field)
+	if !found || raw == nil {
+		return false, nil
+	}
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw.(map[string]any), &ls); err != nil {
+		return false, err
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil {
+		return false, err
+	}
+	return sel.Matches(set), nil
 }

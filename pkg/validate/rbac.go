@@ -42,7 +42,7 @@ func ForbiddenGrant(rule map[string]any) string {
 
 // allowedRoles are the roles a rendered binding may grant: eksa-metrics'
 // own, and the bootstrap role that lets a proxy review tokens and access.
-var allowedRoles = map[string]bool{"eksa-metrics-reader": true, "eksa-metrics-zpages-reader": true, "system:auth-delegator": true}
+var allowedRoles = map[string]bool{"eksa-metrics-reader": true, "eksa-metrics-zpages-reader": true, "eksa-metrics-discovery": true, "system:auth-delegator": true}
 
 // ForbiddenBinding says why a rendered ClusterRoleBinding or RoleBinding
 // (plain maps) grants too widely: a subject that stands for everybody

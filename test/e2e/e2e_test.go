@@ -41,7 +41,18 @@ const (
 )
 
 func specFor(minor string, exposure spec.Exposure) string {
-	insecure := exposure == spec.ExposureBindAddress
+	return e2eSpec(minor, fmt.Sprintf(`  scrapers:
+  - {kind: ServiceAccount, name: %s, namespace: %s}
+  - {kind: Group, name: "%s"}
+  exposure: %s
+  allowInsecure: %t
+  zPages: {statusz: true, flagz: true}
+`, scraperSA, scraperNS, scraperGroup, exposure, exposure == spec.ExposureBindAddress))
+}
+
+// e2eSpec is the e2e cluster's file with a metrics section (its spec, the
+// lines indented by two spaces).
+func e2eSpec(minor, metrics string) string {
 	return fmt.Sprintf(`apiVersion: anywhere.eks.amazonaws.com/v1alpha1
 kind: Cluster
 metadata:
@@ -62,13 +73,7 @@ apiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1
 kind: MetricsConfig
 metadata: {name: e2e}
 spec:
-  scrapers:
-  - {kind: ServiceAccount, name: %s, namespace: %s}
-  - {kind: Group, name: "%s"}
-  exposure: %s
-  allowInsecure: %t
-  zPages: {statusz: true, flagz: true}
-`, minor, scraperSA, scraperNS, scraperGroup, exposure, insecure)
+%s`, minor, metrics)
 }
 
 // counts of what the suite checked, reported at the end.
@@ -95,18 +100,6 @@ func onNode(args kubeadm.Args) kubeadm.Args {
 	out := make(kubeadm.Args, len(args))
 	for i, a := range args {
 		out[i] = kubeadm.Arg{Name: a.Name, Value: strings.ReplaceAll(a.Value, "0.0.0.0", NodeIP)}
-	}
-	return out
-}
-
-// nodePaths replaces the node's kubeconfig paths with the test bed's.
-func nodePaths(args kubeadm.Args, paths map[string]string) kubeadm.Args {
-	out := make(kubeadm.Args, len(args))
-	for i, a := range args {
-		if p, ok := paths[a.Value]; ok {
-			a.Value = p
-		}
-		out[i] = a
 	}
 	return out
 }
@@ -146,28 +139,10 @@ func runCluster(t *testing.T, version string, mode spec.Exposure) counts {
 	bin := func(name string) string { return framework.Binary(t, filepath.Join("k8s", version, name)) }
 
 	// What kubeadm writes into the static pod manifests, then the rendered extraArgs.
-	kcm := framework.Start(t, "kube-controller-manager", bin("kube-controller-manager"), framework.Args(framework.Override(kubeadm.Args{
-		{Name: "bind-address", Value: "127.0.0.1"},
-		{Name: "leader-elect", Value: "true"},
-		{Name: "kubeconfig", Value: kcmKubeconfig},
-		{Name: "authentication-kubeconfig", Value: kcmKubeconfig},
-		{Name: "authorization-kubeconfig", Value: kcmKubeconfig},
-		{Name: "client-ca-file", Value: cp.PKI.CACert},
-		{Name: "requestheader-client-ca-file", Value: cp.PKI.CACert},
-		{Name: "root-ca-file", Value: cp.PKI.CACert},
-		{Name: "service-account-private-key-file", Value: cp.PKI.ServiceAccountKey},
-		{Name: "cluster-signing-cert-file", Value: cp.PKI.CACert},
-		{Name: "cluster-signing-key-file", Value: cp.PKI.CAKey},
-		{Name: "use-service-account-credentials", Value: "true"},
-		{Name: "controllers", Value: "*,bootstrapsigner,tokencleaner"},
-	}, nodePaths(onNode(ch.Args(kubeadm.ControllerManager)), paths))))
-	sched := framework.Start(t, "kube-scheduler", bin("kube-scheduler"), framework.Args(framework.Override(kubeadm.Args{
-		{Name: "bind-address", Value: "127.0.0.1"},
-		{Name: "leader-elect", Value: "true"},
-		{Name: "kubeconfig", Value: schedKubeconfig},
-		{Name: "authentication-kubeconfig", Value: schedKubeconfig},
-		{Name: "authorization-kubeconfig", Value: schedKubeconfig},
-	}, nodePaths(onNode(ch.Args(kubeadm.Scheduler)), paths))))
+	kcm := framework.Start(t, "kube-controller-manager", bin("kube-controller-manager"), framework.Args(framework.Override(
+		cp.KubeadmControllerManagerArgs(kcmKubeconfig), framework.NodePaths(onNode(ch.Args(kubeadm.ControllerManager)), paths))))
+	sched := framework.Start(t, "kube-scheduler", bin("kube-scheduler"), framework.Args(framework.Override(
+		framework.KubeadmSchedulerArgs(schedKubeconfig), framework.NodePaths(onNode(ch.Args(kubeadm.Scheduler)), paths))))
 
 	componentHost := "127.0.0.1"
 	if mode == spec.ExposureBindAddress {

@@ -30,11 +30,18 @@ type ControlPlaneOptions struct {
 	// defaults, as a KubeadmControlPlane would.
 	EtcdArgs      kubeadm.Args
 	APIServerArgs kubeadm.Args
+	// Host runs etcd and the API server on a simulated host, as a kubeadm
+	// control-plane node does: etcd on its loopback (2379, metrics 2381), the
+	// API server on its address, port 6443, advertised there so that the
+	// kubernetes Service's endpoints are real. Without it both run on
+	// 127.0.0.1 with free ports.
+	Host *Host
 }
 
-// ControlPlane is a running etcd and kube-apiserver on loopback.
+// ControlPlane is a running etcd and kube-apiserver.
 type ControlPlane struct {
 	Version   string
+	Host      *Host // nil on the test's own loopback
 	Dir       string
 	PKI       *PKI
 	URL       string // https://127.0.0.1:<port>
@@ -53,9 +60,13 @@ func StartControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 	etcdBin := Binary(t, "etcd")
 	apiBin := Binary(t, filepath.Join("k8s", opts.Version, "kube-apiserver"))
 	dir := t.TempDir()
-	cp := &ControlPlane{Version: opts.Version, Dir: dir, PKI: NewPKI(t, dir)}
-
-	clientPort, peerPort := FreePort(t), FreePort(t)
+	cp := &ControlPlane{Version: opts.Version, Host: opts.Host, Dir: dir, PKI: NewPKI(t, dir)}
+	start, address, metricsPort := Start, "127.0.0.1", FreePort(t)
+	clientPort, peerPort, port := FreePort(t), FreePort(t), FreePort(t)
+	if h := opts.Host; h != nil {
+		start, address, metricsPort = h.Start, h.IP, 2381
+		clientPort, peerPort, port = 2379, 2380, 6443
+	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	// kubeadm's etcd defaults (cmd/kubeadm/app/phases/etcd/local.go), on
@@ -68,20 +79,20 @@ func StartControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 		{Name: "listen-peer-urls", Value: peerURL},
 		{Name: "initial-advertise-peer-urls", Value: peerURL},
 		{Name: "initial-cluster", Value: "testbed=" + peerURL},
-		// kubeadm's is http://127.0.0.1:2381; tests that need that pass it in EtcdArgs.
-		{Name: "listen-metrics-urls", Value: fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))},
+		// kubeadm's is http://127.0.0.1:2381 (on a host; tests on the test's own loopback pass it in EtcdArgs).
+		{Name: "listen-metrics-urls", Value: fmt.Sprintf("http://127.0.0.1:%d", metricsPort)},
 		{Name: "snapshot-count", Value: "10000"},
 		{Name: "watch-progress-notify-interval", Value: "5s"},
 		{Name: "log-level", Value: "warn"},
 	}, opts.EtcdArgs)
-	cp.Etcd = Start(t, "etcd", etcdBin, Args(etcdArgs))
+	cp.Etcd = start(t, "etcd", etcdBin, Args(etcdArgs))
 
-	port := FreePort(t)
-	cp.URL = fmt.Sprintf("https://127.0.0.1:%d", port)
-	serving, servingKey := cp.PKI.Serving(t, "apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, []net.IP{net.ParseIP("127.0.0.1")})
+	cp.URL = fmt.Sprintf("https://%s:%d", address, port)
+	serving, servingKey := cp.PKI.Serving(t, "apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(address), net.ParseIP("10.96.0.1")})
 	apiArgs := Override(kubeadm.Args{
-		{Name: "advertise-address", Value: "127.0.0.1"},
-		{Name: "bind-address", Value: "127.0.0.1"},
+		{Name: "advertise-address", Value: address},
+		{Name: "bind-address", Value: address},
 		{Name: "secure-port", Value: fmt.Sprint(port)},
 		{Name: "etcd-servers", Value: etcdURL},
 		{Name: "client-ca-file", Value: cp.PKI.CACert},
@@ -98,7 +109,7 @@ func StartControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 		{Name: "profiling", Value: "false"},
 		{Name: "v", Value: "1"},
 	}, opts.APIServerArgs)
-	cp.APIServer = Start(t, "kube-apiserver", apiBin, Args(apiArgs))
+	cp.APIServer = start(t, "kube-apiserver", apiBin, Args(apiArgs))
 
 	adminCert, adminKey := cp.PKI.Client(t, "admin", "kubernetes-admin", "system:masters")
 	cp.Admin = &rest.Config{Host: cp.URL, TLSClientConfig: rest.TLSClientConfig{CAFile: cp.PKI.CACert, CertFile: adminCert, KeyFile: adminKey}, QPS: 200, Burst: 400}

@@ -66,8 +66,14 @@ type Process struct {
 // the test fails.
 func Start(t testing.TB, name, bin string, args []string, env ...string) *Process {
 	t.Helper()
+	return startCmd(t, name, exec.Command(bin, args...), args, env...)
+}
+
+// startCmd starts a prepared command as a Process (args are what the logs show).
+func startCmd(t testing.TB, name string, cmd *exec.Cmd, args []string, env ...string) *Process {
+	t.Helper()
 	p := &Process{Name: name, Args: args, log: &lockedBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = cmd
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -203,3 +203,37 @@ func liveArgList(t *testing.T, obj map[string]any, path []string) []any {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// prometheus-selects-monitors reads the Prometheus objects: one that selects
+// other labels, or runs as another ServiceAccount, is named; one that
+// selects the rendered ServiceMonitors as a scraper passes.
+func TestValidatePrometheusSelectsMonitors(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDDir(t, "prometheus-operator-full")
+	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+	p := writeSpecVersion(t, "docker", zPagesOn, "1.34", "v0.26.1") // scraper monitoring/prometheus-k8s, ServiceMonitors in monitoring
+	prom := func(name, sa string, sel map[string]any) {
+		t.Helper()
+		obj := map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "metadata": map[string]any{"name": name, "namespace": "monitoring"},
+			"spec": map[string]any{"serviceAccountName": sa, "serviceMonitorSelector": sel}}
+		if err := cp.Apply(ctx, "test", true, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want validate.Status, contains string) {
+		t.Helper()
+		_, res, _ := runValidate(t, "-f", p, "--kubeconfig", kubeconfig, "--skip", "drift")
+		r := res["prometheus-selects-monitors"]
+		if r.Status != want || !strings.Contains(r.Message+strings.Join(r.Details, " "), contains) {
+			t.Fatalf("prometheus-selects-monitors: %s %q %v, want %s with %q", r.Status, r.Message, r.Details, want, contains)
+		}
+	}
+	check(validate.Warn, "no Prometheus object")
+	prom("kps", "kps-kube-prometheus-stack-prometheus", map[string]any{"matchLabels": map[string]any{"release": "kps"}})
+	check(validate.Warn, "does not select ServiceMonitors labelled")
+	prom("other", "other", map[string]any{})
+	check(validate.Warn, "runs as ServiceAccount monitoring/other, which is not a scraper")
+	prom("k8s", "prometheus-k8s", map[string]any{})
+	check(validate.Pass, "Prometheus monitoring/k8s selects the rendered ServiceMonitors")
+}

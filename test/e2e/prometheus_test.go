@@ -1,0 +1,520 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// stackSpec is the e2e cluster's spec with a scrapeConfig section (indented
+// by four spaces) and optional scrapers.
+func stackSpec(minor string, mode spec.Exposure, scrapeConfig, scrapers string) string {
+	return e2eSpec(minor, fmt.Sprintf("%s  exposure: %s\n  allowInsecure: %t\n  managementComponents: {enabled: false}\n  scrapeConfig:\n%s",
+		scrapers, mode, mode == spec.ExposureBindAddress, scrapeConfig))
+}
+
+func renderSpec(t *testing.T, text string) *render.Result {
+	t.Helper()
+	f, err := spec.Load("e2e.yaml", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := render.Render(f, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// promRun is what one Prometheus saw, for the report.
+type promRun struct {
+	name            string
+	up, expected    int
+	jobs            []string
+	absentAlertsSet int
+}
+
+func (p promRun) String() string {
+	return fmt.Sprintf("%-34s %2d/%-2d targets up, jobs %s, absent alerts firing: %d", p.name, p.up, p.expected, strings.Join(p.jobs, ","), p.absentAlertsSet)
+}
+
+// TestPrometheusScrapesWhatIsRendered: a real Prometheus, fed by the real
+// prometheus-operator or by the plain scrape file, scrapes every component of
+// a three-node cluster through what eksa-metrics renders, in both exposure
+// modes and on both Kubernetes versions; the job labels are the ones the alert
+// rules select, the same in both forms, and no absent alert fires.
+func TestPrometheusScrapesWhatIsRendered(t *testing.T) {
+	var report []string
+	for _, v := range versions {
+		for _, mode := range []spec.Exposure{spec.ExposureProxy, spec.ExposureBindAddress} {
+			t.Run(v+"/"+string(mode), func(t *testing.T) {
+				runs := prometheusCluster(t, v, mode, v == versions[0] && mode == spec.ExposureProxy)
+				for _, r := range runs {
+					report = append(report, fmt.Sprintf("%s %-11s %s", v, mode, r))
+				}
+			})
+		}
+	}
+	t.Logf("Prometheus end-to-end:\n%s", strings.Join(report, "\n"))
+}
+
+func minorOf(version string) string {
+	return strings.Join(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[:2], ".")
+}
+
+func prometheusCluster(t *testing.T, version string, mode spec.Exposure, extras bool) []promRun {
+	minor := minorOf(version)
+	// The control-plane change is the same for every profile: the first one's.
+	kpsNS := "kps"
+	base := renderSpec(t, stackSpec(minor, mode, "    stack: kube-prometheus-stack\n    release: kps\n    namespace: "+kpsNS+"\n", ""))
+	ch := base.Change
+	proxyConf := framework.KubeadmKubeProxyConfig
+	if base.KubeProxyEdit != nil { // bindAddress: kube-proxy runs with the edited config.conf
+		edited, _, err := kubeproxy.SetMetricsBindAddress([]byte(proxyConf), base.KubeProxyEdit.MetricsBindAddress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxyConf = string(edited)
+	}
+	c := framework.StartCluster(t, framework.ClusterOptions{
+		Version: version, Workers: 2,
+		EtcdArgs: ch.Args(kubeadm.Etcd), APIServerArgs: ch.Args(kubeadm.APIServer),
+		ControllerManagerArgs: ch.Args(kubeadm.ControllerManager), SchedulerArgs: ch.Args(kubeadm.Scheduler),
+		KubeProxyConfig: proxyConf,
+	})
+	c.StartPrometheusOperator(t)
+	apply(t, c, base)
+	if mode == spec.ExposureProxy {
+		startProxyPods(t, c, base)
+	}
+	worker := c.NodeOf(t, "worker-1")
+	var runs []promRun
+
+	// kube-prometheus-stack: its Prometheus selects release: kps and runs as
+	// the chart's ServiceAccount, the default scraper.
+	kps := base
+	sa := kps.Config.Scrapers[0]
+	stackIdentity(t, c, sa, kpsClusterRole)
+	var values struct {
+		Prometheus struct {
+			PrometheusSpec struct {
+				ServiceDiscoveryRole string `json:"serviceDiscoveryRole"`
+			} `json:"prometheusSpec"`
+		} `json:"prometheus"`
+	}
+	if err := yaml.Unmarshal(kps.Files[templates.KubePrometheusStackValues], &values); err != nil {
+		t.Fatal(err)
+	}
+	prometheusObject(t, c, kpsNS, "kps-kube-prometheus-stack-prometheus", sa.Name, map[string]any{
+		"serviceMonitorSelector":          map[string]any{"matchLabels": map[string]any{"release": "kps"}},
+		"serviceMonitorNamespaceSelector": map[string]any{},
+		"serviceDiscoveryRole":            values.Prometheus.PrometheusSpec.ServiceDiscoveryRole, // from the rendered kube-prometheus-stack values
+	})
+	cfg := c.OperatorConfig(t, kpsNS, "kps-kube-prometheus-stack-prometheus", serviceMonitorJobs(kps))
+	runs = append(runs, scrapeAndCheck(t, c, worker, 9090, "kube-prometheus-stack (operator)", sa, cfg, nil, kps))
+
+	// No stack: ServiceMonitors and the plain file, every component.
+	generic := renderSpec(t, stackSpec(minor, mode, "    namespace: monitoring\n", "  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: monitoring}\n"))
+	apply(t, c, generic)
+	sa = generic.Config.Scrapers[0]
+	stackIdentity(t, c, sa, kpsClusterRole)
+	prometheusObject(t, c, "monitoring", "generic", sa.Name, map[string]any{
+		"serviceMonitorSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",
+	})
+	cfg = c.OperatorConfig(t, "monitoring", "generic", serviceMonitorJobs(generic))
+	viaOperator := scrapeAndCheck(t, c, worker, 9091, "no stack (operator)", sa, cfg, nil, generic)
+	file := templates.ScrapeConfigFile(generic.Config)
+	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [eksa-metrics-scrape-configs.yaml]\n"
+	checkWithPromtool(t, c, worker, sa, main, map[string]string{"eksa-metrics-scrape-configs.yaml": file})
+	viaFile := scrapeAndCheck(t, c, worker, 9092, "no stack (plain file)", sa, main, map[string]string{"eksa-metrics-scrape-configs.yaml": file}, generic)
+	if !slices.Equal(viaOperator.jobs, viaFile.jobs) || viaOperator.up != viaFile.up {
+		t.Errorf("the two forms differ: operator %s; file %s", viaOperator, viaFile)
+	}
+	runs = append(runs, viaOperator, viaFile)
+
+	if extras {
+		runs = append(runs, otherStacks(t, c, worker, minor, mode)...)
+		breakIt(t, c, worker, generic)
+	}
+	return runs
+}
+
+// apply server-side-applies what the workload and Prometheus need.
+func apply(t *testing.T, c *framework.Cluster, r *render.Result) {
+	t.Helper()
+	var objs []map[string]any
+	for _, o := range r.Objects {
+		if o.Target != render.Management {
+			objs = append(objs, o.Object)
+		}
+	}
+	if err := c.Apply(context.Background(), framework.FieldManager, true, objs...); err != nil {
+		t.Fatalf("applying the rendered objects: %v", err)
+	}
+}
+
+// startProxyPods runs the rendered proxy DaemonSets' pods on their nodes, as
+// a container runtime would: the rendered commands, arguments, environment
+// (NODE_IP from status.hostIP), ConfigMap and token volumes.
+func startProxyPods(t *testing.T, c *framework.Cluster, r *render.Result) {
+	t.Helper()
+	haproxyImage, _, _ := strings.Cut(r.Config.Images.HAProxy, ":")
+	rbacImage, _, _ := strings.Cut(r.Config.Images.KubeRBACProxy, ":")
+	images := framework.Images{haproxyImage: framework.LookPath(t, "haproxy"), rbacImage: framework.Binary(t, "kube-rbac-proxy")}
+	c.RunPods(t, c.RunningPods(t, templates.SystemNS, templates.NameLabel+"="+templates.ControlPlaneDS, 1), images)
+	c.RunPods(t, c.RunningPods(t, templates.SystemNS, templates.NameLabel+"="+templates.NodeDS, len(c.Nodes)), images)
+}
+
+// kpsClusterRole is the discovery ClusterRole kube-prometheus-stack gives its
+// Prometheus (charts/kube-prometheus-stack/templates/prometheus/clusterrole.yaml, 88.5.3).
+var kpsClusterRole = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/metrics", "services", "endpoints", "pods"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+	{NonResourceURLs: []string{"/metrics", "/metrics/cadvisor"}, Verbs: []string{"get"}},
+}
+
+// stackIdentity creates a stack's Prometheus ServiceAccount and the
+// discovery ClusterRole its chart or manifests give it.
+func stackIdentity(t *testing.T, c *framework.Cluster, sa spec.Scraper, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	c.ServiceAccount(t, sa.Namespace, sa.Name)
+	name := "stack-" + sa.Namespace + "-" + sa.Name
+	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+var prometheusGVR = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"}
+
+// prometheusObject creates a prometheus-operator Prometheus as a stack would.
+func prometheusObject(t *testing.T, c *framework.Cluster, ns, name, sa string, spec map[string]any) {
+	t.Helper()
+	spec["serviceAccountName"] = sa
+	spec["scrapeInterval"] = "2s"
+	spec["scrapeTimeout"] = "2s"
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
+	if _, err := c.Dynamic.Resource(prometheusGVR).Namespace(ns).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Prometheus %s/%s: %v", ns, name, err)
+	}
+}
+
+// serviceMonitorJobs is how many jobs the operator generates: one per
+// endpoint of every rendered ServiceMonitor.
+func serviceMonitorJobs(r *render.Result) int {
+	n := 0
+	for _, o := range r.Objects {
+		if o.Kind() == "ServiceMonitor" {
+			n += len(o.Object["spec"].(map[string]any)["endpoints"].([]any))
+		}
+	}
+	return n
+}
+
+// expected lists the targets a configuration must give: component job ->
+// count, from the catalog and the nodes (control-plane components on the
+// control-plane node, kube-proxy and the kubelet on every node).
+func expected(c *framework.Cluster, r *render.Result, skip ...components.ID) map[string]int {
+	out := map[string]int{}
+	for _, comp := range templates.Enabled(r.Config) {
+		if slices.Contains(skip, comp.ID) {
+			continue
+		}
+		nodes := 1
+		if comp.ID == components.KubeProxy || comp.ID == components.Kubelet {
+			nodes = len(c.Nodes)
+		}
+		out[comp.Job] += nodes * len(comp.Paths)
+	}
+	return out
+}
+
+// scraped is expected() for a render: what the stack does not scrape itself.
+func scraped(c *framework.Cluster, r *render.Result) map[string]int {
+	if r.Config.Stack == spec.StackGeneric || r.Config.Stack == spec.StackPrometheus {
+		return expected(c, r)
+	}
+	return expected(c, r, components.KubeAPIServer, components.Kubelet)
+}
+
+// scrapeAndCheck runs Prometheus with a configuration and checks, through
+// its HTTP API, that exactly the expected targets are active and up with the
+// component's job label (and metrics_path on kubelet series), and that no
+// absent alert of kubernetes-mixin would fire.
+func scrapeAndCheck(t *testing.T, c *framework.Cluster, node *framework.Node, port int, name string, sa spec.Scraper, config string, extra map[string]string, r *render.Result) promRun {
+	t.Helper()
+	want := scraped(c, r)
+	total := 0
+	for _, n := range want {
+		total += n
+	}
+	p := c.StartPrometheus(t, node, port, sa.Namespace, sa.Name, config, extra)
+	defer p.Proc.Stop()
+	targets := p.WaitTargets(t, fmt.Sprintf("%s: %d targets up", name, total), 90*time.Second, func(ts []framework.Target) error {
+		got := map[string]int{}
+		for _, tg := range ts {
+			if tg.Health != "up" {
+				return fmt.Errorf("%s is %s: %s", tg.ScrapeURL, tg.Health, tg.LastError)
+			}
+			got[tg.Labels["job"]]++
+		}
+		if !maps.Equal(got, want) {
+			return fmt.Errorf("targets by job %v, want %v", got, want)
+		}
+		return nil
+	})
+	run := promRun{name: name, up: len(targets), expected: total, jobs: slices.Sorted(maps.Keys(want))}
+	for _, tg := range targets {
+		if tg.Labels["job"] == "kubelet" && !strings.HasPrefix(tg.Labels["metrics_path"], "/metrics") {
+			t.Errorf("%s: kubelet target %s has no metrics_path label: %v", name, tg.ScrapeURL, tg.Labels)
+		}
+		if tg.Labels["job"] == "kube-etcd" && tg.Labels["node"] != "" {
+			t.Errorf("%s: etcd target %s has a node label, which splits etcd members in the alert rules", name, tg.ScrapeURL)
+		}
+	}
+	// The absent alerts of kubernetes-mixin (lib/absent_alert.libsonnet), with "== 1" so
+	// that a target that is down counts too; KubeletDown selects metrics_path="/metrics".
+	for _, job := range run.jobs {
+		sel := fmt.Sprintf(`job=%q`, job)
+		if job == "kubelet" {
+			sel += `,metrics_path="/metrics"`
+		}
+		expr := fmt.Sprintf("absent(up{%s} == 1)", sel)
+		var res []map[string]string
+		framework.WaitFor(t, expr+" to be empty", 30*time.Second, func() (bool, error) {
+			res = p.Query(t, expr)
+			return len(res) == 0, fmt.Errorf("%v", res)
+		})
+		run.absentAlertsSet += len(res)
+	}
+	// The series carry the job label too (a relabeling could differ from the target's).
+	for _, job := range run.jobs {
+		if len(p.Query(t, fmt.Sprintf(`count by (job) ({job=%q})`, job))) == 0 {
+			t.Errorf("%s: no series with job=%q", name, job)
+		}
+	}
+	return run
+}
+
+// checkWithPromtool runs promtool check config where the token exists, so
+// that the credentials files are checked too.
+func checkWithPromtool(t *testing.T, c *framework.Cluster, node *framework.Node, sa spec.Scraper, main string, extra map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{"prometheus.yml": main}
+	maps.Copy(files, extra)
+	for name, content := range files {
+		if err := writeFileErr(dir+"/"+name, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := node.Host.RunInPod(t, framework.Binary(t, "promtool"), []string{"check", "config", dir + "/prometheus.yml"}, c.PodIdentity(t, sa.Namespace, sa.Name))
+	if err != nil || !strings.Contains(out, "SUCCESS") {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+}
+
+// otherStacks: kube-prometheus, the EKS Anywhere curated package, and a plain
+// Prometheus through prometheus-operator's additionalScrapeConfigs.
+func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor string, mode spec.Exposure) []promRun {
+	t.Helper()
+	var runs []promRun
+
+	// kube-prometheus: ClusterRole prometheus-k8s and discovery Roles in
+	// default, kube-system and monitoring only (manifests/prometheus-*.yaml, v0.18.0).
+	kp := renderSpec(t, stackSpec(minor, mode, "    stack: kube-prometheus\n    namespace: kp\n", ""))
+	// kube-prometheus' Prometheus selects every ServiceMonitor of the cluster:
+	// only one stack's may exist, as in a real cluster.
+	deleteServiceMonitors(t, c)
+	apply(t, c, kp)
+	sa := kp.Config.Scrapers[0]
+	stackIdentity(t, c, spec.Scraper{Kind: sa.Kind, Name: sa.Name, Namespace: sa.Namespace}, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}},
+		{NonResourceURLs: []string{"/metrics", "/metrics/slis"}, Verbs: []string{"get"}},
+	})
+	for _, ns := range []string{"default", "kube-system", sa.Namespace} {
+		discoveryRole(t, c, ns, sa)
+	}
+	prometheusObject(t, c, sa.Namespace, "k8s", sa.Name, map[string]any{
+		"serviceMonitorSelector": map[string]any{}, "serviceMonitorNamespaceSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",
+	})
+	cfg := c.OperatorConfig(t, sa.Namespace, "k8s", serviceMonitorJobs(kp))
+	runs = append(runs, scrapeAndCheck(t, c, node, 9093, "kube-prometheus (operator)", sa, cfg, nil, kp))
+
+	// The EKS Anywhere curated prometheus package: the chart turns each
+	// scrapeConfigs key into a job (templates/cm.yaml of prometheus 29.11.0);
+	// its ClusterRole discovers cluster-wide.
+	eksa := renderSpec(t, stackSpec(minor, mode, "    stack: eks-anywhere\n", ""))
+	apply(t, c, eksa)
+	sa = eksa.Config.Scrapers[0]
+	stackIdentity(t, c, sa, kpsClusterRole)
+	var pkg render.Object
+	for _, o := range eksa.Objects {
+		if o.Kind() == "Package" {
+			pkg = o
+		}
+	}
+	var values struct {
+		ScrapeConfigs map[string]map[string]any `json:"scrapeConfigs"`
+	}
+	if err := yaml.Unmarshal([]byte(pkg.Object["spec"].(map[string]any)["config"].(string)), &values); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []map[string]any
+	for _, key := range slices.Sorted(maps.Keys(values.ScrapeConfigs)) {
+		job := map[string]any{"job_name": key}
+		maps.Copy(job, values.ScrapeConfigs[key])
+		jobs = append(jobs, job)
+	}
+	chart, err := yaml.Marshal(map[string]any{"global": map[string]any{"scrape_interval": "2s", "scrape_timeout": "2s"}, "scrape_configs": jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs = append(runs, scrapeAndCheck(t, c, node, 9094, "eks-anywhere package (chart)", sa, string(chart), nil, eksa))
+
+	// Plain Prometheus through prometheus-operator: the list-shaped Secret.
+	plain := renderSpec(t, stackSpec(minor, mode, "    stack: prometheus\n    namespace: plain\n", "  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: plain}\n"))
+	apply(t, c, plain)
+	sa = plain.Config.Scrapers[0]
+	stackIdentity(t, c, sa, kpsClusterRole)
+	prometheusObject(t, c, sa.Namespace, "plain", sa.Name, map[string]any{
+		// A selector that matches no ServiceMonitor: the operator manages the configuration.
+		"serviceMonitorSelector":  map[string]any{"matchLabels": map[string]any{"none": "none"}},
+		"additionalScrapeConfigs": map[string]any{"name": templates.AdditionalScrapeConfigsSecret, "key": templates.AdditionalScrapeConfigsKey},
+	})
+	cfg = c.OperatorConfig(t, sa.Namespace, "plain", 0)
+	runs = append(runs, scrapeAndCheck(t, c, node, 9095, "prometheus (additionalScrapeConfigs)", sa, cfg, nil, plain))
+	return runs
+}
+
+func discoveryRole(t *testing.T, c *framework.Cluster, ns string, sa spec.Scraper) {
+	t.Helper()
+	ctx := context.Background()
+	c.ServiceAccount(t, ns, "default") // the namespace
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-k8s", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"services", "pods"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	if _, err := c.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-k8s", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "prometheus-k8s"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: sa.Namespace}}}
+	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// breakIt proves the checks can fail: without the scraper's binding the
+// components refuse it (403 in lastError), and a Service that selects no pod
+// makes its targets disappear.
+func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render.Result) {
+	t.Helper()
+	ctx := context.Background()
+	apply(t, c, r)
+	sa := r.Config.Scrapers[0]
+	file := templates.ScrapeConfigFile(r.Config)
+	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [s.yaml]\n"
+	p := c.StartPrometheus(t, node, 9096, sa.Namespace, sa.Name, main, map[string]string{"s.yaml": file})
+	defer p.Proc.Stop()
+	p.WaitTargets(t, "every target up before the break", 90*time.Second, func(ts []framework.Target) error {
+		for _, tg := range ts {
+			if tg.Health != "up" {
+				return fmt.Errorf("%s %s", tg.ScrapeURL, tg.Health)
+			}
+		}
+		return nil
+	})
+
+	if err := c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, templates.ReaderRole, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The components cache authorization decisions for 10 seconds
+	// (kube-rbac-proxy for 5 minutes: its etcd and kube-proxy targets stay up that long).
+	p.WaitTargets(t, "403 for the unbound scraper", 60*time.Second, func(ts []framework.Target) error {
+		var missing []string
+		for _, job := range []string{"apiserver", "kube-controller-manager", "kube-scheduler"} {
+			found := false
+			for _, tg := range ts {
+				if tg.Labels["job"] == job && tg.Health == "down" && strings.Contains(tg.LastError, "403") {
+					found = true
+				}
+			}
+			if !found {
+				missing = append(missing, job)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("no 403 yet for %v", missing)
+		}
+		return nil
+	})
+	apply(t, c, r) // the binding back
+
+	svc, err := c.Client.CoreV1().Services(templates.SystemNS).Get(ctx, templates.Prefix+"-kube-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Selector = map[string]string{"matches": "nothing"}
+	if _, err := c.Client.CoreV1().Services(templates.SystemNS).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.WaitTargets(t, "the kube-scheduler targets gone", 60*time.Second, func(ts []framework.Target) error {
+		for _, tg := range ts {
+			if tg.Labels["job"] == "kube-scheduler" {
+				return fmt.Errorf("still there: %s", tg.ScrapeURL)
+			}
+		}
+		return nil
+	})
+	if res := p.Query(t, `absent(up{job="kube-scheduler"} == 1)`); len(res) == 0 {
+		t.Error("KubeSchedulerDown's expression stays quiet although the scheduler is not scraped")
+	}
+	apply(t, c, r)
+}
+
+func writeFileErr(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
+
+var serviceMonitorGVR = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+
+// deleteServiceMonitors deletes the ServiceMonitors earlier profiles rendered.
+func deleteServiceMonitors(t *testing.T, c *framework.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := c.Dynamic.Resource(serviceMonitorGVR).List(ctx, metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range list.Items {
+		if err := c.Dynamic.Resource(serviceMonitorGVR).Namespace(sm.GetNamespace()).Delete(ctx, sm.GetName(), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,209 @@
+package framework
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StartPrometheusOperator runs the real prometheus-operator on the
+// control-plane node against the cluster, with the kubelet Service it
+// maintains (kube-system/kubelet, EndpointSlices), after installing its CRDs.
+func (c *Cluster) StartPrometheusOperator(t testing.TB) *Process {
+	t.Helper()
+	c.InstallCRDDir(t, "prometheus-operator-full")
+	kubeconfig := c.Kubeconfig(t, "prometheus-operator", "prometheus-operator", "system:masters")
+	return c.Host.Start(t, "prometheus-operator", Binary(t, "prometheus-operator"), []string{
+		"--kubelet-service=kube-system/kubelet", "--kubelet-endpoints=true", "--kubelet-endpointslice=true",
+		"--web.listen-address=127.0.0.1:8080", "--log-level=warn",
+	}, "KUBECONFIG="+kubeconfig)
+}
+
+var configVar = regexp.MustCompile(`\$\(([A-Z_][A-Z0-9_]*)\)`)
+
+// OperatorConfig waits for the configuration prometheus-operator generates
+// for a Prometheus object (Secret prometheus-<name>, key prometheus.yaml.gz),
+// and expands the $(VAR) references its config-reloader expands from the
+// pod's environment (POD_NAME). It is returned as the operator wrote it, with
+// no other change.
+func (c *Cluster) OperatorConfig(t testing.TB, namespace, name string, wantJobs int) string {
+	t.Helper()
+	var config string
+	WaitFor(t, fmt.Sprintf("prometheus-operator's configuration of Prometheus %s/%s with %d ServiceMonitor jobs", namespace, name, wantJobs), 60*time.Second, func() (bool, error) {
+		s, err := c.Client.CoreV1().Secrets(namespace).Get(context.Background(), "prometheus-"+name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(s.Data["prometheus.yaml.gz"]))
+		if err != nil {
+			return false, err
+		}
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			return false, err
+		}
+		config = string(raw)
+		n := strings.Count(config, "job_name: serviceMonitor/")
+		return n >= wantJobs, fmt.Errorf("%d ServiceMonitor jobs so far", n)
+	})
+	env := map[string]string{"POD_NAME": "prometheus-" + name + "-0", "SHARD": "0"}
+	return configVar.ReplaceAllStringFunc(config, func(m string) string {
+		v, ok := env[configVar.FindStringSubmatch(m)[1]]
+		if !ok {
+			t.Fatalf("the operator's configuration refers to %s, which this test does not set", m)
+		}
+		return v
+	})
+}
+
+// Prometheus is a real Prometheus server running on a node as a pod would.
+type Prometheus struct {
+	URL  string
+	Proc *Process
+	Dir  string
+}
+
+// PodIdentity is what a pod's ServiceAccount gives its containers.
+func (c *Cluster) PodIdentity(t testing.TB, namespace, serviceAccount string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	token, ca := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	writeFile(t, token, c.Token(t, namespace, serviceAccount))
+	raw, err := os.ReadFile(c.PKI.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ca, string(raw))
+	writeFile(t, filepath.Join(dir, "namespace"), namespace)
+	return map[string]string{saDir + "/token": token, saDir + "/ca.crt": ca, saDir + "/namespace": filepath.Join(dir, "namespace")}
+}
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartPrometheus runs Prometheus on a node with a configuration, as the
+// ServiceAccount namespace/serviceAccount, the way it runs in a pod: its
+// token and CA at the in-cluster paths, KUBERNETES_SERVICE_HOST/PORT set
+// (so kubernetes_sd_configs reach the API server in-cluster). extra files
+// (relative to the configuration's directory) sit next to it, as
+// scrape_config_files would.
+func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace, serviceAccount, config string, extra map[string]string) *Prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "prometheus.yml"), config)
+	for name, content := range extra {
+		writeFile(t, filepath.Join(dir, name), content)
+	}
+	addr := fmt.Sprintf("%s:%d", node.Host.IP, port)
+	p := &Prometheus{URL: "http://" + addr, Dir: dir}
+	p.Proc = node.Host.StartInPod(t, "prometheus@"+node.Name, Binary(t, "prometheus"), []string{
+		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--log.level=warn",
+	}, c.PodIdentity(t, namespace, serviceAccount), "KUBERNETES_SERVICE_HOST="+c.Host.IP, "KUBERNETES_SERVICE_PORT=6443")
+	WaitFor(t, "prometheus ready", 60*time.Second, func() (bool, error) {
+		resp, err := http.Get(p.URL + "/-/ready")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
+	}, p.Proc)
+	return p
+}
+
+// Target is one active target, as Prometheus's /api/v1/targets reports it.
+type Target struct {
+	Labels     map[string]string `json:"labels"`
+	ScrapePool string            `json:"scrapePool"`
+	ScrapeURL  string            `json:"scrapeUrl"`
+	Health     string            `json:"health"`
+	LastError  string            `json:"lastError"`
+}
+
+// Targets lists the active targets.
+func (p *Prometheus) Targets(t testing.TB) []Target {
+	t.Helper()
+	var doc struct {
+		Data struct {
+			ActiveTargets []Target `json:"activeTargets"`
+		} `json:"data"`
+	}
+	p.get(t, "/api/v1/targets?state=active", &doc)
+	return doc.Data.ActiveTargets
+}
+
+// Query runs an instant query and returns the result vector's samples.
+func (p *Prometheus) Query(t testing.TB, expr string) []map[string]string {
+	t.Helper()
+	var doc struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	p.get(t, "/api/v1/query?query="+url.QueryEscape(expr), &doc)
+	if doc.Status != "success" {
+		t.Fatalf("query %s: %s", expr, doc.Error)
+	}
+	var out []map[string]string
+	for _, r := range doc.Data.Result {
+		out = append(out, r.Metric)
+	}
+	return out
+}
+
+func (p *Prometheus) get(t testing.TB, path string, into any) {
+	t.Helper()
+	resp, err := http.Get(p.URL + path)
+	if err != nil {
+		t.Fatalf("prometheus %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatalf("prometheus %s: %v", path, err)
+	}
+}
+
+// WaitTargets waits until Prometheus has want active targets and cond holds
+// for their list, and returns the last list.
+func (p *Prometheus) WaitTargets(t testing.TB, what string, timeout time.Duration, cond func([]Target) error) []Target {
+	t.Helper()
+	var ts []Target
+	var last error
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		ts = p.Targets(t)
+		if last = cond(ts); last == nil {
+			return ts
+		}
+		time.Sleep(time.Second)
+	}
+	var b strings.Builder
+	for _, tg := range ts {
+		fmt.Fprintf(&b, "\n  %s %s %s %v %s", tg.Health, tg.ScrapePool, tg.ScrapeURL, tg.Labels, tg.LastError)
+	}
+	t.Fatalf("timed out after %s waiting for %s: %v; targets:%s", timeout, what, last, b.String())
+	return nil
+}
