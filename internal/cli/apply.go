@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -99,12 +100,11 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	mgmt, workload, err := connectClusters(ctx, o.ClusterFlags, r.Config.ClusterName, r.Config.Management)
+	cl, err := engine.Connect(ctx, o.source(o.f), r.Config.ClusterName, r.Config.Management)
 	if err != nil {
 		return err
 	}
-	a := &cluster.Applier{Management: mgmt, Workload: workload, Result: r}
-	steps, err := a.Plan(ctx)
+	steps, err := engine.Plan(ctx, cl, r)
 	if err != nil {
 		return err
 	}
@@ -113,10 +113,14 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(errOut, "Dry run (client): nothing was sent.")
 		return nil
 	}
-	if err := o.confirmRollout(r.Config.ClusterName, steps); err != nil {
-		return err
+	report := func(e cluster.Event) { fmt.Fprintln(errOut, describe(e)) }
+	err = engine.Apply(ctx, cl, r, steps, engine.ApplyOptions{DryRun: o.DryRun == "server", ForceConflicts: o.ForceConflicts, Report: report,
+		AllowRollout: o.allowRollout(r.Config.ClusterName)})
+	var refused *engine.RolloutRefusedError
+	if errors.As(err, &refused) {
+		return usageErrorf("%v. Rerun with --allow-control-plane-rollout when a rollout is acceptable", err)
 	}
-	if err := a.Execute(ctx, steps, cluster.ExecuteOptions{DryRun: o.DryRun == "server", ForceConflicts: o.ForceConflicts, Progress: errOut}); err != nil {
+	if err != nil {
 		return err
 	}
 	if o.DryRun == "server" {
@@ -124,7 +128,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	if o.Wait {
-		return a.Wait(ctx, steps, o.Timeout, 2*time.Second, errOut)
+		return engine.Wait(ctx, cl, r, steps, o.Timeout, 2*time.Second, report)
 	}
 	return nil
 }
@@ -145,53 +149,40 @@ func (c *ClusterFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&c.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
 }
 
-// connectClusters reaches the management cluster and the workload cluster:
-// the same one for a management cluster, else --workload-kubeconfig, else
-// the kubeconfig EKS-A keeps in the management cluster.
-func connectClusters(ctx context.Context, fl ClusterFlags, name string, management bool) (*cluster.Cluster, *cluster.Cluster, error) {
-	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: fl.Kubeconfig, Context: fl.Context, WrapTransport: fl.WrapTransport})
-	if err != nil {
-		return nil, nil, err
+// source is where the engine finds the clusters; requests are logged from
+// -v 6 on.
+func (c *ClusterFlags) source(f *Factory) engine.ClusterSource {
+	wrap := c.WrapTransport
+	if f.Verbosity >= 6 {
+		wrap = chainWrap(wrap, f.requestLogger())
 	}
-	switch {
-	case fl.WorkloadKubeconfig != "":
-		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: fl.WorkloadKubeconfig, WrapTransport: fl.WrapTransport})
-		return mgmt, workload, err
-	case !management:
-		data, err := mgmt.WorkloadKubeconfig(ctx, name)
-		if err != nil {
-			return nil, nil, err
-		}
-		source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
-		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: fl.WrapTransport})
-		return mgmt, workload, err
-	}
-	return mgmt, mgmt, nil
+	return engine.ClusterSource{Kubeconfig: c.Kubeconfig, Context: c.Context, WorkloadKubeconfig: c.WorkloadKubeconfig, WrapTransport: wrap}
 }
 
-func (o *ApplyOptions) confirmRollout(name string, steps []*cluster.Step) error {
-	rolls := false
-	for _, s := range steps {
-		rolls = rolls || s.RollsControlPlane
-	}
-	if !rolls || o.AllowControlPlaneRollout || o.DryRun == "server" {
-		return nil
-	}
-	if f, ok := o.f.IOStreams.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+// allowRollout is the rollout gate of the command line: the flag, or a yes
+// typed on a terminal.
+func (o *ApplyOptions) allowRollout(name string) func([]*cluster.Step) (bool, error) {
+	return func([]*cluster.Step) (bool, error) {
+		if o.AllowControlPlaneRollout {
+			return true, nil
+		}
+		f, ok := o.f.IOStreams.In.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			return false, nil
+		}
 		fmt.Fprintf(o.f.IOStreams.ErrOut, "This replaces every control-plane machine of cluster %q. Continue? [y/N] ", name)
 		line, _ := bufio.NewReader(f).ReadString('\n')
-		if strings.EqualFold(strings.TrimSpace(line), "y") || strings.EqualFold(strings.TrimSpace(line), "yes") {
-			return nil
+		if answer := strings.TrimSpace(line); strings.EqualFold(answer, "y") || strings.EqualFold(answer, "yes") {
+			return true, nil
 		}
-		return errors.New("stopped: the control-plane rollout was not confirmed; nothing was changed")
+		return false, errors.New("stopped: the control-plane rollout was not confirmed; nothing was changed")
 	}
-	return usageErrorf("the plan changes KubeadmControlPlane eksa-system/%s, which replaces every control-plane machine; nothing was changed. Rerun with --allow-control-plane-rollout when a rollout is acceptable", name)
 }
 
 func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 	counts := map[cluster.Action]int{}
 	fmt.Fprintf(w, "Plan for cluster %q:\n", name)
-	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Edit: "~", cluster.Unchanged: "=", cluster.Skip: "-"}
+	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Edit: "~", cluster.Unchanged: "=", cluster.Skip: "·", cluster.Prune: "-"}
 	for _, s := range steps {
 		counts[s.Action]++
 		line := fmt.Sprintf("  %s %s %s (%s)", marks[s.Action], s.Action, s.Name(), s.Cluster)
@@ -199,13 +190,13 @@ func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 			line += ": " + s.Rollout
 		}
 		fmt.Fprintln(w, line)
-		if showDiff && s.Action != cluster.Unchanged && s.Action != cluster.Create {
+		if showDiff && s.Action != cluster.Unchanged && s.Action != cluster.Create && s.Action != cluster.Skip {
 			for _, d := range s.Diff {
 				fmt.Fprintf(w, "      %s\n", d)
 			}
 		}
 	}
-	fmt.Fprintf(w, "%d to create, %d to change, %d unchanged, %d not installed.\n", counts[cluster.Create], counts[cluster.Update]+counts[cluster.Edit], counts[cluster.Unchanged], counts[cluster.Skip])
+	fmt.Fprintf(w, "%d to create, %d to change, %d to delete, %d unchanged, %d not installed.\n", counts[cluster.Create], counts[cluster.Update]+counts[cluster.Edit], counts[cluster.Prune], counts[cluster.Unchanged], counts[cluster.Skip])
 }
 
 // singleValue is a string flag that may be given once: a second -f would
@@ -228,3 +219,16 @@ func (v singleValue) Set(s string) error {
 }
 
 func (v singleValue) Type() string { return "string" }
+
+// describe puts an event in words for a person.
+func describe(e cluster.Event) string {
+	switch e.Action {
+	case "waiting":
+		return fmt.Sprintf("waiting for %s: %s", e.Object, e.Message)
+	case "ready":
+		return fmt.Sprintf("%s is ready: %s", e.Object, e.Message)
+	case "skipped":
+		return fmt.Sprintf("%s not validated in the %s: %s", e.Object, e.Cluster, e.Message)
+	}
+	return fmt.Sprintf("%s %s in the %s", e.Object, e.Action, e.Cluster)
+}

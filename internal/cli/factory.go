@@ -5,7 +5,9 @@ package cli
 import (
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"time"
 )
 
 // IOStreams are the standard streams of a command.
@@ -20,18 +22,16 @@ type Factory struct {
 	IOStreams IOStreams
 	// Verbosity is -v: 0 shows warnings and errors, higher values more.
 	Verbosity int
-	// Getwd and ReadFile are indirections for tests.
-	Open func(name string) (io.ReadCloser, error)
 }
 
 // Logger writes leveled logs to stderr.
 func (f *Factory) Logger() *slog.Logger {
 	level := slog.LevelWarn
 	switch {
-	case f.Verbosity >= 4:
-		level = slog.LevelDebug
+	case f.Verbosity >= 6:
+		level = slog.LevelDebug // every API request
 	case f.Verbosity >= 1:
-		level = slog.LevelInfo
+		level = slog.LevelInfo // decisions
 	}
 	return slog.New(slog.NewTextHandler(f.IOStreams.ErrOut, &slog.HandlerOptions{
 		Level: level,
@@ -49,10 +49,36 @@ func (f *Factory) openInput(name string) (io.ReadCloser, string, error) {
 	if name == "-" {
 		return io.NopCloser(f.IOStreams.In), "<stdin>", nil
 	}
-	open := f.Open
-	if open == nil {
-		open = func(n string) (io.ReadCloser, error) { return os.Open(n) }
-	}
-	rc, err := open(name)
+	rc, err := os.Open(name)
 	return rc, name, err
+}
+
+// requestLogger logs every API request (method, URL, status, duration) at
+// debug level: -v 6, as kubectl does.
+func (f *Factory) requestLogger() func(http.RoundTripper) http.RoundTripper {
+	log := f.Logger()
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			start := time.Now()
+			resp, err := rt.RoundTrip(req)
+			status := 0
+			if resp != nil {
+				status = resp.StatusCode
+			}
+			log.Debug("request", "method", req.Method, "url", req.URL.String(), "status", status, "duration", time.Since(start).Round(time.Millisecond), "error", err)
+			return resp, err
+		})
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// chainWrap applies a, then b.
+func chainWrap(a, b func(http.RoundTripper) http.RoundTripper) func(http.RoundTripper) http.RoundTripper {
+	if a == nil {
+		return b
+	}
+	return func(rt http.RoundTripper) http.RoundTripper { return b(a(rt)) }
 }

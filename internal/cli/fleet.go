@@ -8,11 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/output"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -93,7 +92,7 @@ func (o *GenerateOptions) generateFleet(ctx context.Context, files []string) err
 		err    error
 	}
 	outcomes := make([]outcome, len(files))
-	parallel(ctx, len(files), func(i int) {
+	engine.Parallel(ctx, len(files), 0, func(i int) {
 		r, err := renderFile(o.f, files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
 		outcomes[i] = outcome{r, err}
 	})
@@ -132,7 +131,7 @@ func (o *GenerateOptions) generateFleet(ctx context.Context, files []string) err
 	}
 
 	writeErrs := make([]error, len(files))
-	parallel(ctx, len(writes), func(j int) {
+	engine.Parallel(ctx, len(writes), 0, func(j int) {
 		i := writes[j]
 		r := outcomes[i].result
 		dir, err := output.ClusterDir(o.OutputDir, r.Config.ClusterName)
@@ -192,31 +191,4 @@ func (o *GenerateOptions) staleClusters(current map[string]string) error {
 		fmt.Fprintf(errOut, "Removed %s: no input defines cluster %q any more (--prune).\n", dir, name)
 	}
 	return errors.Join(errs...)
-}
-
-// parallel calls fn(0..n-1) on GOMAXPROCS workers and waits for them all;
-// a cancelled ctx stops handing out work.
-func parallel(ctx context.Context, n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				fn(i)
-			}
-		}()
-	}
-loop:
-	for i := 0; i < n; i++ {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break loop
-		}
-	}
-	close(jobs)
-	wg.Wait()
 }

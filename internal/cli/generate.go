@@ -153,7 +153,7 @@ func renderFile(f *Factory, filename string, opts spec.Options) (*render.Result,
 	if err != nil {
 		return nil, err
 	}
-	return render.Render(file, opts)
+	return render.RenderFile(file, opts)
 }
 
 // loadAndRender is renderFile for the commands that read one cluster file:
@@ -166,6 +166,20 @@ func loadAndRender(f *Factory, filename string, opts spec.Options) (*render.Resu
 	for _, w := range r.Warnings {
 		fmt.Fprintf(f.IOStreams.ErrOut, "Warning: %s\n", w.Problem)
 	}
-	f.Logger().Info("rendered", "cluster", r.Config.ClusterName, "objects", len(r.Objects), "controlPlaneChange", !r.Change.Empty())
+	logDecisions(f, r)
 	return r, nil
+}
+
+// logDecisions says, at -v 1, what rendering decided.
+func logDecisions(f *Factory, r *render.Result) {
+	c, log := r.Config, f.Logger()
+	log.Info("rendered", "cluster", c.ClusterName, "objects", len(r.Objects), "applyOnlyEdits", len(r.ApplyOnly()))
+	log.Info("decided", "capi", c.CAPIVersion, "because", c.CAPIReason)
+	log.Info("decided", "kubernetes", c.KubeVersion.String(), "provider", c.Provider, "exposure", c.Exposure, "stack", c.Stack, "management", c.Management)
+	if !r.Change.Applicable() {
+		log.Info("decided", "controlPlane", "no KubeadmControlPlane change: nothing rolls out")
+	}
+	for _, it := range r.Change.Items {
+		log.Info("kubeadm item", "component", it.Component, "flag", it.Name, "value", it.Value, "merged", it.Merged, "why", it.Why)
+	}
 }

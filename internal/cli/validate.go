@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
@@ -125,7 +126,12 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	if o.Kubeconfig != "" && in.Result != nil {
 		// An unreachable cluster does not hide the offline results: the online
 		// checks are reported as not run.
-		in.Management, in.Workload, in.OnlineErr = connectClusters(ctx, o.ClusterFlags, in.Result.Config.ClusterName, in.Result.Config.Management)
+		cl, err := engine.Connect(ctx, o.source(o.f), in.Result.Config.ClusterName, in.Result.Config.Management)
+		if err != nil {
+			in.OnlineErr = err
+		} else {
+			in.Management, in.Workload = cl.Management, cl.Workload
+		}
 	}
 	results := validate.Run(ctx, in, o.skipSet())
 	if o.Strict {
@@ -173,7 +179,7 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 		return usageErrorf("--kubeconfig checks one cluster: give one -f")
 	}
 	reports := make([]validate.FileReport, len(files))
-	parallel(ctx, len(files), func(i int) {
+	engine.Parallel(ctx, len(files), 0, func(i int) {
 		in := &validate.Input{Path: files[i]}
 		in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
 		results := validate.Run(ctx, in, o.skipSet())
@@ -206,6 +212,6 @@ func (o *ValidateOptions) load(name string, opts spec.Options) (*spec.File, *ren
 	if err != nil {
 		return nil, nil, err, nil
 	}
-	r, err := render.Render(f, opts)
+	r, err := render.RenderFile(f, opts)
 	return f, r, nil, err
 }

@@ -13,9 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 )
@@ -99,42 +98,17 @@ func (o *VerifyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, workload, err := connectClusters(ctx, o.ClusterFlags, r.Config.ClusterName, r.Config.Management)
+	cl, err := engine.Connect(ctx, o.source(o.f), r.Config.ClusterName, r.Config.Management)
 	if err != nil {
 		return err
 	}
-	nodeList, err := workload.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing the workload cluster's nodes: %w", err)
-	}
-	var nodes []verify.Node
-	for _, n := range nodeList.Items {
-		vn := verify.Node{Name: n.Name}
-		_, vn.ControlPlane = n.Labels["node-role.kubernetes.io/control-plane"]
-		for _, a := range n.Status.Addresses {
-			if a.Type == corev1.NodeInternalIP || vn.Address == "" && a.Type != corev1.NodeHostName {
-				vn.Address = a.Address
-			}
-		}
-		if vn.Address != "" {
-			nodes = append(nodes, vn)
-		}
-	}
-	targets := verify.Targets(r.Config, strings.TrimSuffix(workload.Server, "/"), nodes)
-
-	ids, err := verify.NewIdentities(ctx, workload.Core, r.Config.Scrapers)
-	defer func() {
-		// A context of its own: cleanup also runs after Ctrl-C.
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := ids.Cleanup(cctx); err != nil {
+	results, err := engine.Verify(ctx, cl.Workload, r, engine.VerifyOptions{Concurrency: o.Concurrency, Timeout: o.Timeout,
+		Cleanup: func(err error) {
 			fmt.Fprintf(o.f.IOStreams.ErrOut, "Warning: cleaning up verify's temporary objects: %v\n", err)
-		}
-	}()
+		}})
 	if err != nil {
 		return err
 	}
-	results := verify.Run(ctx, targets, verify.Options{ScraperToken: ids.ScraperToken, UnboundToken: ids.UnboundToken, ClusterCA: workload.CA, Concurrency: o.Concurrency, Timeout: o.Timeout})
 	if err := o.print(results); err != nil {
 		return err
 	}

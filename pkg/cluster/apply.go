@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -68,7 +67,30 @@ func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 		}
 		steps = append(steps, s)
 	}
+	// What eksa-metrics created for this cluster and no longer renders.
+	name := a.Result.Config.ClusterName
+	for _, c := range a.clusters() {
+		var objs []render.Object
+		for _, o := range a.Result.Objects {
+			if a.clusterFor(o.Target) == c {
+				objs = append(objs, o)
+			}
+		}
+		prune, err := c.pruneSteps(ctx, name, keepSet(objs))
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, prune...)
+	}
 	return steps, nil
+}
+
+// clusters are the distinct clusters (one for a management cluster).
+func (a *Applier) clusters() []*Cluster {
+	if a.Management == a.Workload {
+		return []*Cluster{a.Management}
+	}
+	return []*Cluster{a.Management, a.Workload}
 }
 
 // releaseKCP plans giving back the KubeadmControlPlane fields eksa-metrics
@@ -208,8 +230,8 @@ type ExecuteOptions struct {
 	DryRun bool
 	// ForceConflicts takes over fields other managers own.
 	ForceConflicts bool
-	// Progress receives one line per object written.
-	Progress io.Writer
+	// Report receives an event per object written.
+	Report Reporter
 }
 
 // ConflictError reports fields another field manager owns.
@@ -231,25 +253,25 @@ func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOption
 			continue
 		}
 		if err := s.Cluster.execute(ctx, s, opts); errors.Is(err, errNamespaceDryRun) {
-			if opts.Progress != nil {
-				fmt.Fprintf(opts.Progress, "%s not validated: its namespace does not exist yet in the %s, and a server dry run cannot create it\n", s.Name(), s.Cluster)
-			}
+			opts.Report.emit(Event{Cluster: s.Cluster.String(), Object: s.Name(), Action: "skipped",
+				Message: "not validated: its namespace does not exist yet, and a server dry run cannot create it"})
 			continue
 		} else if err != nil {
 			return err
 		}
-		if opts.Progress != nil {
-			verb := map[Action]string{Create: "created", Update: "configured", Edit: "edited"}[s.Action]
-			if opts.DryRun {
-				verb += " (server dry run)"
-			}
-			fmt.Fprintf(opts.Progress, "%s %s in the %s\n", s.Name(), verb, s.Cluster)
+		verb := map[Action]string{Create: "created", Update: "configured", Edit: "edited", Prune: "deleted"}[s.Action]
+		if opts.DryRun {
+			verb += " (server dry run)"
 		}
+		opts.Report.emit(Event{Cluster: s.Cluster.String(), Object: s.Name(), Action: verb, Message: s.Rollout})
 	}
 	return nil
 }
 
 func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) error {
+	if s.Action == Prune {
+		return c.prune(ctx, s, opts.DryRun)
+	}
 	if s.edit != nil {
 		if err := s.edit(ctx, opts.DryRun); err != nil {
 			return fmt.Errorf("editing %s in the %s: %w", s.Name(), c, err)
@@ -297,8 +319,9 @@ func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) err
 
 // Wait waits until the DaemonSets the steps changed are ready, then until a
 // changed KubeadmControlPlane has rolled out (the long part), polling every
-// interval and printing a line whenever the status changes.
-func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval time.Duration, progress io.Writer) error {
+// interval and reporting whenever the status changes. A reconciler calls
+// Ready instead, without blocking.
+func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval time.Duration, report Reporter) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ordered := make([]*Step, 0, len(steps))
@@ -313,40 +336,26 @@ func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval tim
 		}
 	}
 	for _, s := range ordered {
-		if s.Action == Unchanged || s.Action == Skip {
-			continue
-		}
-		u := unstructured.Unstructured{Object: s.Object}
-		var ready func(*unstructured.Unstructured) (bool, string)
-		switch {
-		case u.GetKind() == "DaemonSet":
-			ready = daemonSetReady
-		case u.GetKind() == "Deployment":
-			ready = deploymentReady
-		case u.GetKind() == "KubeadmControlPlane":
-			ready = kcpRolledOut
-		case s.Action == Edit && u.GetKind() == "ConfigMap":
-			ready, u = daemonSetReady, unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet",
-				"metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace}}}
-		default:
+		u, ok := s.Awaited()
+		if !ok {
 			continue
 		}
 		ri, _, err := s.Cluster.resource(u.Object)
 		if err != nil {
 			return err
 		}
-		name := strings.TrimPrefix(fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), " ")
+		name := templates.ObjectName(u.GetKind(), u.GetNamespace(), u.GetName())
 		last := ""
 		for {
 			live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 			if err == nil {
-				ok, status := ready(live)
+				ok, status, _ := Ready(live)
 				if ok {
-					fmt.Fprintf(progress, "%s is ready: %s\n", name, status)
+					report.emit(Event{Cluster: s.Cluster.String(), Object: name, Action: "ready", Message: status})
 					break
 				}
 				if status != last {
-					fmt.Fprintf(progress, "waiting for %s: %s\n", name, status)
+					report.emit(Event{Cluster: s.Cluster.String(), Object: name, Action: "waiting", Message: status})
 					last = status
 				}
 			} else if apierrors.IsNotFound(err) && s.Action == Edit {
@@ -360,6 +369,40 @@ func (a *Applier) Wait(ctx context.Context, steps []*Step, timeout, interval tim
 		}
 	}
 	return nil
+}
+
+// Awaited is the object whose readiness shows that the step took effect: the
+// object itself (DaemonSet, Deployment, KubeadmControlPlane), or, for the
+// kube-proxy ConfigMap edit, the kube-proxy DaemonSet it restarts.
+func (s *Step) Awaited() (*unstructured.Unstructured, bool) {
+	if s.Action == Unchanged || s.Action == Skip || s.Action == Prune {
+		return nil, false
+	}
+	u := &unstructured.Unstructured{Object: s.Object}
+	switch {
+	case u.GetKind() == "DaemonSet", u.GetKind() == "Deployment", u.GetKind() == "KubeadmControlPlane":
+		return u, true
+	case s.Action == Edit && u.GetKind() == "ConfigMap":
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet",
+			"metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace}}}, true
+	}
+	return nil, false
+}
+
+// Ready reports whether a live object has rolled out (known is false for a
+// kind without a readiness rule), and its status for a person.
+func Ready(obj *unstructured.Unstructured) (ready bool, status string, known bool) {
+	switch obj.GetKind() {
+	case "DaemonSet":
+		ready, status = daemonSetReady(obj)
+	case "Deployment":
+		ready, status = deploymentReady(obj)
+	case "KubeadmControlPlane":
+		ready, status = kcpRolledOut(obj)
+	default:
+		return true, "", false
+	}
+	return ready, status, true
 }
 
 func nested(obj *unstructured.Unstructured, path ...string) int64 {

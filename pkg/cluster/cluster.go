@@ -117,6 +117,24 @@ func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, e
 		return fail(err)
 	}
 	c.Server = cfg.Host
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = opts.Timeout
+	if opts.WrapTransport != nil {
+		cfg.Wrap(opts.WrapTransport)
+	}
+	out, err := FromRESTConfig(ctx, role, c.Kubeconfig, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	out.Context = opts.Context
+	return out, nil
+}
+
+// FromRESTConfig builds clients for a cluster from a rest.Config (a
+// controller's, or one read from a workload kubeconfig Secret) and checks
+// that it answers. source names the configuration in messages.
+func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) (*Cluster, error) {
+	c := &Cluster{Role: role, Kubeconfig: source, Server: cfg.Host}
 	if pem := cfg.CAData; len(pem) > 0 {
 		c.CA = x509.NewCertPool()
 		c.CA.AppendCertsFromPEM(pem)
@@ -127,26 +145,25 @@ func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, e
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.Timeout = opts.Timeout
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
-	if opts.WrapTransport != nil {
-		cfg.Wrap(opts.WrapTransport)
-	}
+	var err error
 	if c.Core, err = kubernetes.NewForConfig(cfg); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if _, err := dc.ServerVersion(); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	return c, nil

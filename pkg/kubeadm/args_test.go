@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -43,9 +45,9 @@ func FuzzMergeFeatureGates(f *testing.F) {
 
 func cfg(mutate func(*spec.Config)) *spec.Config {
 	c := &spec.Config{ClusterName: "c", KubeVersion: spec.KubeVersion{Major: 1, Minor: 36}, Provider: spec.ProviderDocker,
-		CAPIVersion: spec.CAPIv1beta2, Exposure: spec.ExposureProxy, TLSMinVersion: spec.TLS12,
+		CAPIVersion: spec.CAPIv1beta2, Exposure: metricsv1alpha1.ExposureProxy, TLSMinVersion: metricsv1alpha1.TLS12,
 		APIServer: true, ControllerManager: true, Scheduler: true, Etcd: true, KubeProxy: true, Kubelet: true,
-		EtcdMetricsLevel: spec.EtcdMetricsBasic}
+		EtcdMetricsLevel: metricsv1alpha1.EtcdMetricsBasic}
 	if mutate != nil {
 		mutate(c)
 	}
@@ -70,26 +72,26 @@ func TestPlan(t *testing.T) {
 			c.KubeVersion.Minor, c.Statusz, c.APIServer, c.Scheduler = 33, true, false, false
 		}),
 			[]string{"controllerManager:feature-gates=ComponentStatusz=true"}},
-		"bindAddress without allowInsecure leaves etcd alone": {cfg(func(c *spec.Config) { c.Exposure, c.ControllerManager = spec.ExposureBindAddress, false }), []string{
+		"bindAddress without allowInsecure leaves etcd alone": {cfg(func(c *spec.Config) { c.Exposure, c.ControllerManager = metricsv1alpha1.ExposureBindAddress, false }), []string{
 			"scheduler:authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
 			"scheduler:authorization-kubeconfig=/etc/kubernetes/scheduler.conf",
 			"scheduler:bind-address=0.0.0.0",
 			"scheduler:tls-min-version=VersionTLS12",
 		}},
 		"bindAddress with allowInsecure exposes etcd": {cfg(func(c *spec.Config) {
-			c.Exposure, c.AllowInsecure, c.ControllerManager, c.Scheduler = spec.ExposureBindAddress, true, false, false
+			c.Exposure, c.AllowInsecure, c.ControllerManager, c.Scheduler = metricsv1alpha1.ExposureBindAddress, true, false, false
 		}), []string{"etcd:listen-metrics-urls=http://0.0.0.0:2381"}},
-		"TLS 1.3 in proxy mode reaches the components": {cfg(func(c *spec.Config) { c.TLSMinVersion = spec.TLS13 }), []string{
+		"TLS 1.3 in proxy mode reaches the components": {cfg(func(c *spec.Config) { c.TLSMinVersion = metricsv1alpha1.TLS13 }), []string{
 			"controllerManager:tls-min-version=VersionTLS13", "scheduler:tls-min-version=VersionTLS13",
 		}},
-		"extensive etcd metrics": {cfg(func(c *spec.Config) { c.EtcdMetricsLevel = spec.EtcdMetricsExtensive }), []string{"etcd:metrics=extensive"}},
+		"extensive etcd metrics": {cfg(func(c *spec.Config) { c.EtcdMetricsLevel = metricsv1alpha1.EtcdMetricsExtensive }), []string{"etcd:metrics=extensive"}},
 		"external etcd is never patched": {cfg(func(c *spec.Config) {
-			c.EtcdMetricsLevel, c.Etcd, c.ExternalEtcd = spec.EtcdMetricsExtensive, false, true
+			c.EtcdMetricsLevel, c.Etcd, c.ExternalEtcd = metricsv1alpha1.EtcdMetricsExtensive, false, true
 		}), nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			for _, it := range Plan(tc.cfg).Items {
+			for _, it := range ChangeFor(tc.cfg).Items {
 				got = append(got, string(it.Component)+":"+it.Name+"="+it.Value)
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
@@ -100,14 +102,14 @@ func TestPlan(t *testing.T) {
 }
 
 func TestObjectShapes(t *testing.T) {
-	c := cfg(func(c *spec.Config) { c.Exposure, c.AllowInsecure = spec.ExposureBindAddress, true })
-	v2 := Plan(c).Object()
+	c := cfg(func(c *spec.Config) { c.Exposure, c.AllowInsecure = metricsv1alpha1.ExposureBindAddress, true })
+	v2 := ChangeFor(c).Object()
 	list := v2["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)["etcd"].(map[string]any)["local"].(map[string]any)["extraArgs"]
 	if _, ok := list.([]any); !ok || v2["apiVersion"] != "controlplane.cluster.x-k8s.io/v1beta2" {
 		t.Fatalf("v1beta2 extraArgs should be a list: %#v", list)
 	}
 	c.CAPIVersion = spec.CAPIv1beta1
-	v1 := Plan(c).Object()
+	v1 := ChangeFor(c).Object()
 	m := v1["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)["scheduler"].(map[string]any)["extraArgs"]
 	if mm, ok := m.(map[string]any); !ok || mm["bind-address"] != "0.0.0.0" || v1["apiVersion"] != "controlplane.cluster.x-k8s.io/v1beta1" {
 		t.Fatalf("v1beta1 extraArgs should be a map: %#v", m)

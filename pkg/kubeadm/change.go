@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -85,16 +87,16 @@ func (c Change) args(comp Component, withMerged bool) Args {
 	return out
 }
 
-// Plan computes the change for a configuration: every item needed and
+// ChangeFor computes the change for a configuration: every item needed and
 // nothing else, so that proxy mode on 1.36 changes nothing.
-func Plan(c *spec.Config) Change {
+func ChangeFor(c *spec.Config) Change {
 	ch := Change{ClusterName: c.ClusterName, APIVersion: c.CAPIVersion}
 	defaults := EKSADefaults(c)
 	add := func(comp Component, name, value, why string) {
 		ch.Items = append(ch.Items, Item{Component: comp, Arg: Arg{name, value}, Why: why})
 	}
 
-	if c.Exposure == spec.ExposureBindAddress {
+	if c.Exposure == metricsv1alpha1.ExposureBindAddress {
 		for _, comp := range SecurePortComponents {
 			if !Enabled(c, comp) {
 				continue
@@ -107,7 +109,7 @@ func Plan(c *spec.Config) Change {
 		if c.Etcd && c.AllowInsecure {
 			add(Etcd, "listen-metrics-urls", "http://0.0.0.0:2381", "serve /metrics on every node address (plain HTTP; allowInsecure)")
 		}
-	} else if c.TLSMinVersion != spec.TLS12 {
+	} else if c.TLSMinVersion != metricsv1alpha1.TLS12 {
 		// HAProxy passes TLS through: the component's own floor is what scrapers see.
 		for _, comp := range SecurePortComponents {
 			if Enabled(c, comp) {
@@ -116,8 +118,8 @@ func Plan(c *spec.Config) Change {
 		}
 	}
 
-	if c.Etcd && c.EtcdMetricsLevel == spec.EtcdMetricsExtensive {
-		add(Etcd, "metrics", string(spec.EtcdMetricsExtensive), "spec.components.etcd.metricsLevel")
+	if c.Etcd && c.EtcdMetricsLevel == metricsv1alpha1.EtcdMetricsExtensive {
+		add(Etcd, "metrics", string(metricsv1alpha1.EtcdMetricsExtensive), "spec.components.etcd.metricsLevel")
 	}
 
 	if c.ZPages() && c.KubeVersion.ZPageGatesNeeded() {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"go.yaml.in/yaml/v3"
 	kcpv1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
 	kcpv1beta2 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -43,7 +45,7 @@ func renderedKCP(t *testing.T, path string) map[string]any {
 	}
 }
 
-func config(t *testing.T, specPath string, exposure spec.Exposure, capi string) *spec.Config {
+func config(t *testing.T, specPath string, exposure metricsv1alpha1.Exposure, capi string) *spec.Config {
 	t.Helper()
 	raw, err := os.ReadFile(specPath)
 	if err != nil {
@@ -58,8 +60,9 @@ func config(t *testing.T, specPath string, exposure spec.Exposure, capi string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := spec.Default(f, spec.Options{CAPIAPIVersion: capi})
-	if _, err := spec.Validate(f, c, spec.Options{CAPIAPIVersion: capi}); err != nil {
+	c := spec.Default(f.Input(), spec.Options{CAPIAPIVersion: capi})
+	if errs := spec.Validate(f.Input(), c, spec.Options{CAPIAPIVersion: capi}).Errors(); len(errs) > 0 {
+		err := &spec.FieldError{Issues: errs}
 		t.Fatal(err)
 	}
 	return c
@@ -79,10 +82,10 @@ func TestMergeIntoEKSARenderedKCP(t *testing.T) {
 		{"nutanix", "nutanix.v1beta2", spec.CAPIv1beta2},
 	}
 	for _, p := range pairs {
-		for _, mode := range []spec.Exposure{spec.ExposureBindAddress, spec.ExposureProxy} {
+		for _, mode := range []metricsv1alpha1.Exposure{metricsv1alpha1.ExposureBindAddress, metricsv1alpha1.ExposureProxy} {
 			t.Run(p.rendered+"/"+string(mode), func(t *testing.T) {
 				cfg := config(t, filepath.Join(dir, "specs", p.spec+".yaml"), mode, p.capi)
-				change := kubeadm.Plan(cfg)
+				change := kubeadm.ChangeFor(cfg)
 				kcp := renderedKCP(t, filepath.Join(dir, "rendered", p.rendered+".yaml"))
 				if err := kubeadm.MergeInto(kcp, change); err != nil {
 					t.Fatalf("merge: %v", err)
@@ -121,7 +124,7 @@ func TestMergeIntoEKSARenderedKCP(t *testing.T) {
 						}
 					}
 				}
-				if mode == spec.ExposureBindAddress && len(change.Args(kubeadm.ControllerManager)) == 0 {
+				if mode == metricsv1alpha1.ExposureBindAddress && len(change.Args(kubeadm.ControllerManager)) == 0 {
 					t.Fatalf("bindAddress rendered nothing for the controller manager")
 				}
 				decodeTyped(t, kcp, p.capi)
@@ -178,9 +181,9 @@ func TestMergeFeatureGatesWithEKSAKMSv1(t *testing.T) {
 	api["extraArgs"] = append(api["extraArgs"].([]any), map[string]any{"name": "feature-gates", "value": "KMSv1=true"})
 
 	cfg := &spec.Config{ClusterName: "test", KubeVersion: spec.KubeVersion{Major: 1, Minor: 35}, Provider: spec.ProviderVSphere,
-		CAPIVersion: spec.CAPIv1beta2, EtcdEncryption: true, Exposure: spec.ExposureProxy, TLSMinVersion: spec.TLS12,
+		CAPIVersion: spec.CAPIv1beta2, EtcdEncryption: true, Exposure: metricsv1alpha1.ExposureProxy, TLSMinVersion: metricsv1alpha1.TLS12,
 		APIServer: true, ControllerManager: true, Scheduler: true, Statusz: true, Flagz: true}
-	change := kubeadm.Plan(cfg)
+	change := kubeadm.ChangeFor(cfg)
 	if err := kubeadm.MergeInto(kcp, change); err != nil {
 		t.Fatal(err)
 	}

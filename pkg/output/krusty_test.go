@@ -48,7 +48,7 @@ func TestKustomizeBuildsToTheSameObjects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := render.Render(f, spec.Options{})
+			r, err := render.RenderFile(f, spec.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

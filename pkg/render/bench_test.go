@@ -30,7 +30,7 @@ func BenchmarkRender(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					r, err := render.Render(f, spec.Options{})
+					r, err := render.RenderFile(f, spec.Options{})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -55,7 +55,7 @@ func BenchmarkLoadRender(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := render.Render(f, spec.Options{}); err != nil {
+				if _, err := render.RenderFile(f, spec.Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -69,7 +69,7 @@ func BenchmarkLoadRender(b *testing.B) {
 func BenchmarkKustomizeBuild(b *testing.B) {
 	sp := fixtureSpecs(b)[0]
 	f, _ := spec.Load("c.yaml", bytes.NewReader(fixtureWithMetrics(b, sp, "proxy")))
-	r, err := render.Render(f, spec.Options{})
+	r, err := render.RenderFile(f, spec.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

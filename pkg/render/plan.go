@@ -5,8 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
-	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // PlanMarkdown says, for a person, what applying the result changes and what
@@ -84,7 +85,7 @@ func (r *Result) PlanMarkdown() string {
 		b.WriteString("\n")
 	}
 
-	if c.Stack != spec.StackGeneric {
+	if c.Stack != metricsv1alpha1.StackGeneric {
 		fmt.Fprintf(&b, "## Monitoring stack: %s\n\n", c.Stack)
 		fmt.Fprintf(&b, "Scrapers: %s.", scraperList(c.Scrapers))
 		if c.DefaultScraper {
@@ -103,13 +104,13 @@ func (r *Result) PlanMarkdown() string {
 		}
 		b.WriteString("\n")
 	}
-	if c.Exposure == spec.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
+	if c.Exposure == metricsv1alpha1.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
 		b.WriteString("## Security\n\n`allowInsecure: true`: etcd and/or kube-proxy metrics are plain HTTP without authentication on every node address. Restrict ports 2381 and 10249 with a host firewall or security groups; NetworkPolicy does not apply to host-network ports.\n")
 	}
 	return b.String()
 }
 
-func scraperList(scrapers []spec.Scraper) string {
+func scraperList(scrapers []metricsv1alpha1.Scraper) string {
 	out := make([]string, len(scrapers))
 	for i, s := range scrapers {
 		if s.Namespace != "" {

@@ -4,9 +4,11 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -81,26 +83,26 @@ type Result struct {
 	DeploymentEdits []templates.DeploymentEdit
 	// Files go to the prometheus/ directory of -o kustomize and are not
 	// objects (the kube-prometheus-stack values).
-	Files    map[string][]byte
+	Files map[string][]byte
+	// Issues are the warnings, with their field paths; Warnings the same
+	// located in a file (RenderFile).
+	Issues   spec.Issues
 	Warnings []spec.Warning
 }
 
-// Render defaults and validates the metrics section, then renders it. An
-// invalid input gives a *spec.InvalidError and no result.
-func Render(f *spec.File, opts spec.Options) (*Result, error) {
-	cfg := spec.Default(f, opts)
-	warns, err := spec.Validate(f, cfg, opts)
-	if err != nil {
-		return nil, err
+// Render defaults and validates an input, then renders it. An invalid input
+// gives a *spec.FieldError (every problem with its field path) and no
+// result; the warnings are in Result.Issues.
+func Render(in *spec.Input, opts spec.Options) (*Result, error) {
+	cfg := spec.Default(in, opts)
+	issues := spec.Validate(in, cfg, opts)
+	if errs := issues.Errors(); len(errs) > 0 {
+		return nil, &spec.FieldError{Issues: errs}
 	}
-	clusterYAML, err := f.ClusterYAML()
-	if err != nil {
-		return nil, &spec.InvalidError{Problems: []spec.Problem{{File: f.Path, Detail: err.Error()}}}
-	}
-	r := &Result{Config: cfg, ClusterYAML: clusterYAML, Warnings: warns, Change: kubeadm.Plan(cfg)}
+	r := &Result{Config: cfg, Issues: issues.Warnings(), Change: kubeadm.ChangeFor(cfg)}
 	for _, it := range r.Change.Items {
 		if it.Merged {
-			r.Warnings = append(r.Warnings, f.MetricsWarning("zPages", fmt.Sprintf(
+			r.Issues = append(r.Issues, in.MetricsIssue("zPages", fmt.Sprintf(
 				"the %s --%s item would have to merge EKS Anywhere's own value into %q, which server-side apply cannot do next to EKS-A's item (Cluster API keys extraArgs items by name and value), so it is left out of the rendered KubeadmControlPlane; the z-pages of that component stay off until Kubernetes 1.36 enables them by default (PLAN.md explains)",
 				it.Component, it.Name, it.Value)))
 		}
@@ -118,10 +120,41 @@ func Render(f *spec.File, opts spec.Options) (*Result, error) {
 	r.add(Prometheus, templates.StackObjects(cfg)...)
 	r.add(Management, templates.PackageObjects(cfg)...)
 	r.Files = templates.StackFiles(cfg)
-	if cfg.Exposure == spec.ExposureBindAddress && cfg.KubeProxy && cfg.AllowInsecure {
+	if cfg.Exposure == metricsv1alpha1.ExposureBindAddress && cfg.KubeProxy && cfg.AllowInsecure {
 		r.KubeProxyEdit = &KubeProxyEdit{MetricsBindAddress: "0.0.0.0:10249"}
 	}
+	for _, o := range r.Objects {
+		if o.Owned() { // the inventory apply prunes
+			md := o.Object["metadata"].(map[string]any)
+			lbls, _ := md["labels"].(map[string]any)
+			if lbls == nil {
+				lbls = map[string]any{}
+			}
+			lbls[templates.ClusterLabel] = cfg.ClusterName
+			md["labels"] = lbls
+		}
+	}
 	sortObjects(r.Objects)
+	return r, nil
+}
+
+// RenderFile renders a loaded cluster file: Render, with every problem and
+// warning located at its file and line (an invalid file gives a
+// *spec.InvalidError), and the file without the metrics section.
+func RenderFile(f *spec.File, opts spec.Options) (*Result, error) {
+	r, err := Render(f.Input(), opts)
+	var fe *spec.FieldError
+	switch {
+	case errors.As(err, &fe):
+		_, located := f.Locate(fe.Issues)
+		return nil, located
+	case err != nil:
+		return nil, err
+	}
+	r.Warnings, _ = f.Locate(r.Issues)
+	if r.ClusterYAML, err = f.ClusterYAML(); err != nil {
+		return nil, &spec.InvalidError{Problems: []spec.Problem{{File: f.Path, Detail: err.Error()}}}
+	}
 	return r, nil
 }
 

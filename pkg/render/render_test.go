@@ -46,7 +46,7 @@ func renderBytes(t *testing.T, name string, data []byte, opts spec.Options) *ren
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	r, err := render.Render(f, opts)
+	r, err := render.RenderFile(f, opts)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -94,7 +94,7 @@ func TestUpstreamFixturesAreRefusedForTheirVersion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = render.Render(f, spec.Options{})
+			_, err = render.RenderFile(f, spec.Options{})
 			if err == nil || !regexp.MustCompile(`cluster\.yaml:\d+: spec\.kubernetesVersion: .*supports Kubernetes 1\.28 to 1\.37`).MatchString(err.Error()) {
 				t.Fatalf("want an unsupported-version error with its line, got %v", err)
 			}

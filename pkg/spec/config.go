@@ -1,5 +1,7 @@
 package spec
 
+import metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 // Config is the defaulted, validated metrics section together with the facts
 // about the cluster that rendering needs. Renderers read only this.
 type Config struct {
@@ -16,8 +18,8 @@ type Config struct {
 	ExternalEtcd   bool
 	EtcdEncryption bool
 
-	Exposure      Exposure
-	Scrapers      []Scraper
+	Exposure      metricsv1alpha1.Exposure
+	Scrapers      []metricsv1alpha1.Scraper
 	AllowInsecure bool
 
 	APIServer         bool
@@ -26,7 +28,7 @@ type Config struct {
 	// Etcd is true when stacked etcd metrics are rendered (false with
 	// external etcd, whose metrics need no change).
 	Etcd             bool
-	EtcdMetricsLevel EtcdMetricsLevel
+	EtcdMetricsLevel metricsv1alpha1.EtcdMetricsLevel
 	// ExternalEtcdScrape is true when etcd is enabled but external: only a
 	// scrape configuration (mTLS on 2379) is rendered.
 	ExternalEtcdScrape bool
@@ -41,7 +43,7 @@ type Config struct {
 
 	TLSMinVersion string
 
-	Stack               Stack
+	Stack               metricsv1alpha1.Stack
 	Release             string
 	ServiceMonitors     bool
 	PrometheusConfig    bool
@@ -52,7 +54,7 @@ type Config struct {
 	// identity because the section named none.
 	DefaultScraper bool
 
-	Images Images
+	Images metricsv1alpha1.Images
 }
 
 // Default images, pinned. --bundles-override and spec.images override them.

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -132,6 +135,19 @@ func (d *decoder) structValue(n *yaml.Node, rv reflect.Value, path *field.Path) 
 		d.fail(n.Line, field.TypeInvalid(path, shortValue(n), "must be a mapping of fields"))
 		return
 	}
+	switch rv.Type() {
+	case objectMetaType:
+		// A file carries a name and perhaps labels; the rest of an API
+		// object's metadata is the API server's.
+		var md ObjectMeta
+		d.structValue(n, reflect.ValueOf(&md).Elem(), path)
+		om := rv.Addr().Interface().(*metav1.ObjectMeta)
+		om.Name, om.Namespace, om.Labels, om.Annotations = md.Name, md.Namespace, md.Labels, md.Annotations
+		return
+	case statusType:
+		d.fail(n.Line, field.Forbidden(path, "the status is written by the controller, not in a file"))
+		return
+	}
 	fields := jsonFields(rv.Type())
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -154,9 +170,14 @@ func (d *decoder) structValue(n *yaml.Node, rv reflect.Value, path *field.Path) 
 			continue
 		}
 		d.lines[child.String()] = k.Line
-		d.value(v, rv.Field(idx), child)
+		d.value(v, rv.FieldByIndex(idx), child)
 	}
 }
+
+var (
+	objectMetaType = reflect.TypeOf(metav1.ObjectMeta{})
+	statusType     = reflect.TypeOf(metricsv1alpha1.MetricsConfigStatus{})
+)
 
 func (d *decoder) mapValue(n *yaml.Node, rv reflect.Value, path *field.Path) {
 	if n.Kind != yaml.MappingNode {
@@ -178,13 +199,20 @@ func (d *decoder) mapValue(n *yaml.Node, rv reflect.Value, path *field.Path) {
 	rv.Set(m)
 }
 
-// jsonFields maps a struct's JSON field names to field indexes.
-func jsonFields(t reflect.Type) map[string]int {
-	out := make(map[string]int, t.NumField())
+// jsonFields maps a struct's JSON field names to field indexes, the fields
+// of embedded ",inline" structs (metav1.TypeMeta) included.
+func jsonFields(t reflect.Type) map[string][]int {
+	out := make(map[string][]int, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			out[name] = i
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "" && f.Anonymous && strings.Contains(opts, "inline"):
+			for n, idx := range jsonFields(f.Type) {
+				out[n] = append([]int{i}, idx...)
+			}
+		case name != "" && name != "-":
+			out[name] = []int{i}
 		}
 	}
 	return out

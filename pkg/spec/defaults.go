@@ -1,6 +1,10 @@
 package spec
 
-import "strings"
+import (
+	"strings"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+)
 
 // Options are the inputs to defaulting that come from flags, not the file.
 type Options struct {
@@ -19,8 +23,8 @@ func boolOr(p *bool, def bool) bool {
 // Default resolves the metrics section against the Cluster. It does not
 // validate; call Validate on the result. Values it cannot parse are left at
 // safe zero values for Validate to report.
-func Default(f *File, opts Options) *Config {
-	m, cl := &f.Metrics, &f.Cluster
+func Default(in *Input, opts Options) *Config {
+	m, cl := &in.Metrics, &in.Cluster
 	c := &Config{
 		ClusterName:    cl.Metadata.Name,
 		Provider:       providerByDatacenterKind[cl.Spec.DatacenterRef.Kind],
@@ -45,9 +49,9 @@ func Default(f *File, opts Options) *Config {
 			}
 		}
 	}
-	c.OSFamily = f.controlPlaneOS()
+	c.OSFamily = in.controlPlaneOS()
 	if c.Exposure == "" {
-		c.Exposure = ExposureProxy
+		c.Exposure = metricsv1alpha1.ExposureProxy
 	}
 
 	comp := m.Components
@@ -58,7 +62,7 @@ func Default(f *File, opts Options) *Config {
 	c.ExternalEtcdScrape = comp.Etcd.On() && c.ExternalEtcd
 	c.EtcdMetricsLevel = comp.Etcd.MetricsLevel
 	if c.EtcdMetricsLevel == "" {
-		c.EtcdMetricsLevel = EtcdMetricsBasic
+		c.EtcdMetricsLevel = metricsv1alpha1.EtcdMetricsBasic
 	}
 	c.KubeProxy = comp.KubeProxy.On()
 	c.Kubelet = comp.Kubelet.On()
@@ -73,20 +77,20 @@ func Default(f *File, opts Options) *Config {
 
 	c.TLSMinVersion = m.TLS.MinVersion
 	if c.TLSMinVersion == "" {
-		c.TLSMinVersion = TLS12
+		c.TLSMinVersion = metricsv1alpha1.TLS12
 	}
 	sc := m.ScrapeConfig
 	c.Stack, c.Release = sc.Stack, sc.Release
 	operator, file, ns := true, true, "monitoring"
 	switch sc.Stack {
-	case StackKubePrometheusStack, StackKubePrometheus:
+	case metricsv1alpha1.StackKubePrometheusStack, metricsv1alpha1.StackKubePrometheus:
 		file = false
-	case StackEKSAnywhere:
+	case metricsv1alpha1.StackEKSAnywhere:
 		operator, file, ns = false, false, "observability"
 		if c.Release == "" {
-			c.Release = DefaultEKSAPackageRelease
+			c.Release = metricsv1alpha1.DefaultEKSAPackageRelease
 		}
-	case StackPrometheus:
+	case metricsv1alpha1.StackPrometheus:
 		operator = false
 	}
 	c.ServiceMonitors = boolOr(sc.ServiceMonitors, operator)
@@ -99,7 +103,7 @@ func Default(f *File, opts Options) *Config {
 	c.DropHighCardinality = boolOr(sc.DropHighCardinality, true)
 	if len(c.Scrapers) == 0 {
 		if sa := StackScraper(c.Stack, c.Release, c.MonitoringNamespace); sa != nil {
-			c.Scrapers, c.DefaultScraper = []Scraper{*sa}, true
+			c.Scrapers, c.DefaultScraper = []metricsv1alpha1.Scraper{*sa}, true
 		}
 	}
 	c.Images = m.Images
@@ -112,36 +116,25 @@ func Default(f *File, opts Options) *Config {
 	return c
 }
 
-// controlPlaneOS finds the osFamily of the control plane's MachineConfig.
-func (f *File) controlPlaneOS() string {
-	ref := f.Cluster.Spec.ControlPlaneConfiguration.MachineGroupRef
-	for _, mc := range f.MachineConfigs {
-		if mc.Kind == ref.Kind && mc.Metadata.Name == ref.Name {
-			return strings.ToLower(mc.Spec.OSFamily)
-		}
-	}
-	return ""
-}
-
 // StackScraper is the ServiceAccount a stack's Prometheus runs as, or nil
 // when the stack has no fixed one (or needs the release name to know it).
-func StackScraper(stack Stack, release, namespace string) *Scraper {
+func StackScraper(stack metricsv1alpha1.Stack, release, namespace string) *metricsv1alpha1.Scraper {
 	switch stack {
-	case StackKubePrometheusStack:
+	case metricsv1alpha1.StackKubePrometheusStack:
 		if release == "" {
 			return nil
 		}
-		return &Scraper{Kind: ScraperServiceAccount, Name: KubePrometheusStackFullname(release) + "-prometheus", Namespace: namespace}
-	case StackKubePrometheus:
-		return &Scraper{Kind: ScraperServiceAccount, Name: "prometheus-k8s", Namespace: namespace}
-	case StackEKSAnywhere:
+		return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: KubePrometheusStackFullname(release) + "-prometheus", Namespace: namespace}
+	case metricsv1alpha1.StackKubePrometheus:
+		return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "prometheus-k8s", Namespace: namespace}
+	case metricsv1alpha1.StackEKSAnywhere:
 		// The prometheus chart's server fullname: <release>-server when the
 		// release name contains "prometheus", else <release>-prometheus-server.
 		name := release + "-prometheus-server"
 		if strings.Contains(release, "prometheus") {
 			name = release + "-server"
 		}
-		return &Scraper{Kind: ScraperServiceAccount, Name: truncate(name, 63), Namespace: namespace}
+		return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: truncate(name, 63), Namespace: namespace}
 	}
 	return nil
 }

@@ -23,6 +23,14 @@ type ClusterSpec struct {
 	EtcdEncryption                []any                      `json:"etcdEncryption,omitempty"`
 }
 
+// ObjectMeta is the part of an EKS-A document's metadata read here.
+type ObjectMeta struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
 // Ref is EKS-A's {kind, name} reference.
 type Ref struct {
 	Kind string `json:"kind"`

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -45,7 +47,7 @@ type File struct {
 
 	Cluster        Cluster
 	MachineConfigs []MachineConfig
-	Metrics        MetricsSpec
+	Metrics        metricsv1alpha1.MetricsConfigSpec
 	MetricsName    string // metadata.name of the MetricsConfig (form A)
 	Form           Form
 
@@ -233,7 +235,7 @@ func (f *File) selectDocuments() []Problem {
 			if k, _ := valueNode(spec, "metrics"); k != nil {
 				inlines = append(inlines, inline{d, k, spec})
 			}
-		case d.kind == Kind:
+		case d.kind == metricsv1alpha1.Kind:
 			metricsDocs = append(metricsDocs, d)
 		}
 	}
@@ -252,12 +254,12 @@ func (f *File) selectDocuments() []Problem {
 		if near := f.nearMisses(clusters); len(near) > 0 {
 			return near
 		}
-		at(0, "", "no metrics section: add a document of kind "+Kind+" (apiVersion "+APIVersion+") or a spec.metrics section to the Cluster; see docs/reference.md")
+		at(0, "", "no metrics section: add a document of kind "+metricsv1alpha1.Kind+" (apiVersion "+metricsv1alpha1.APIVersion+") or a spec.metrics section to the Cluster; see docs/reference.md")
 		return probs
 	case nSections > 1:
 		var where []string
 		for _, d := range metricsDocs {
-			where = append(where, fmt.Sprintf("a %s document at line %d", Kind, d.root.Line))
+			where = append(where, fmt.Sprintf("a %s document at line %d", metricsv1alpha1.Kind, d.root.Line))
 		}
 		for _, in := range inlines {
 			where = append(where, fmt.Sprintf("Cluster %q spec.metrics at line %d", in.d.name, in.key.Line))
@@ -303,7 +305,7 @@ func (f *File) selectDocuments() []Problem {
 		for _, c := range clusters {
 			names = append(names, strconv.Quote(c.name))
 		}
-		at(wantLine, wantField, fmt.Sprintf("Invalid value: %q: no Cluster of that name in the file (it has %s); the %s must name its Cluster", want, joinAnd(names), Kind))
+		at(wantLine, wantField, fmt.Sprintf("Invalid value: %q: no Cluster of that name in the file (it has %s); the %s must name its Cluster", want, joinAnd(names), metricsv1alpha1.Kind))
 	}
 	return probs
 }
@@ -348,12 +350,12 @@ func (f *File) decodeMetrics() []Problem {
 	case FormDocument:
 		d := f.metricsDoc
 		dec := newDecoder(true, d.lines)
-		var mc MetricsConfig
+		var mc metricsv1alpha1.MetricsConfig
 		dec.decode(d.root, &mc, nil)
-		if mc.APIVersion != APIVersion {
-			dec.fail(d.lines.lineOf("apiVersion"), field.NotSupported(field.NewPath("apiVersion"), mc.APIVersion, []string{APIVersion}))
+		if mc.APIVersion != metricsv1alpha1.APIVersion {
+			dec.fail(d.lines.lineOf("apiVersion"), field.NotSupported(field.NewPath("apiVersion"), mc.APIVersion, []string{metricsv1alpha1.APIVersion}))
 		}
-		if mc.Metadata.Name == "" {
+		if mc.Name == "" {
 			dec.fail(d.root.Line, field.Required(field.NewPath("metadata", "name"), "the name of the Cluster these metrics are for"))
 		}
 		f.Metrics = mc.Spec
@@ -370,9 +372,9 @@ func (f *File) nearMisses(clusters []*document) []Problem {
 	var probs []Problem
 	for _, d := range f.docs {
 		group, _, _ := strings.Cut(d.apiVersion, "/")
-		if d.kind != Kind && (group == APIGroup || d.kind != "" && editDistance(strings.ToLower(d.kind), strings.ToLower(Kind)) <= 3) {
+		if d.kind != metricsv1alpha1.Kind && (group == metricsv1alpha1.Group || d.kind != "" && editDistance(strings.ToLower(d.kind), strings.ToLower(metricsv1alpha1.Kind)) <= 3) {
 			probs = append(probs, Problem{File: f.Path, Line: lineOfKey(d.root, "kind"), Field: "kind",
-				Detail: fmt.Sprintf("no metrics section found; this document has kind %q: did you mean %q?", d.kind, Kind)})
+				Detail: fmt.Sprintf("no metrics section found; this document has kind %q: did you mean %q?", d.kind, metricsv1alpha1.Kind)})
 		}
 	}
 	for _, c := range clusters {

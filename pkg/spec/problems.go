@@ -66,3 +66,36 @@ func (l lineIndex) problems(file string, errs field.ErrorList) []Problem {
 	}
 	return out
 }
+
+// Warning is something valid but worth an operator's attention, located.
+type Warning struct {
+	Problem
+}
+
+// Input is the file's documents as typed objects.
+func (f *File) Input() *Input {
+	return &Input{Cluster: f.Cluster, MachineConfigs: f.MachineConfigs, Metrics: f.Metrics, MetricsName: f.MetricsName, Inline: f.Form == FormInline}
+}
+
+// Locate turns issues into located problems: the warnings, and an
+// *InvalidError with every error (nil when there is none).
+func (f *File) Locate(issues Issues) ([]Warning, error) {
+	var warns []Warning
+	var probs []Problem
+	for _, is := range issues {
+		lines := f.clusterDoc.lines
+		if is.Doc == DocMetrics && f.metricsDoc != nil {
+			lines = f.metricsDoc.lines
+		}
+		p := Problem{File: f.Path, Line: lines.lineOf(is.Field), Field: is.Field, Detail: is.Detail}
+		if is.Warning {
+			warns = append(warns, Warning{p})
+		} else {
+			probs = append(probs, p)
+		}
+	}
+	if len(probs) > 0 {
+		return warns, &InvalidError{Problems: probs}
+	}
+	return warns, nil
+}

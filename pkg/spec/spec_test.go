@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 )
 
 func TestParseKubeVersion(t *testing.T) {
@@ -37,7 +39,7 @@ func TestEKSAVersionSelectsCAPIContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := Default(f, Options{}).CAPIVersion; got != want {
+		if got := Default(f.Input(), Options{}).CAPIVersion; got != want {
 			t.Errorf("eksaVersion %q: CAPI %s, want %s", eksa, got, want)
 		}
 	}
@@ -65,10 +67,10 @@ spec: {osFamily: Bottlerocket}
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Default(f, Options{})
+	c := Default(f.Input(), Options{})
 	if c.Management || c.ManagementComponents || !c.ExternalEtcd || c.Etcd || !c.ExternalEtcdScrape || c.Statusz || c.Flagz ||
-		c.Exposure != ExposureProxy || c.MonitoringNamespace != "monitoring" || !c.Bottlerocket() || c.Provider != ProviderVSphere ||
-		c.Images.KubeRBACProxy != DefaultKubeRBACProxyImage || c.TLSMinVersion != TLS12 {
+		c.Exposure != metricsv1alpha1.ExposureProxy || c.MonitoringNamespace != "monitoring" || !c.Bottlerocket() || c.Provider != ProviderVSphere ||
+		c.Images.KubeRBACProxy != DefaultKubeRBACProxyImage || c.TLSMinVersion != metricsv1alpha1.TLS12 {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}
 }
@@ -102,11 +104,12 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		c := Default(file, Options{})
-		if _, err := Validate(file, c, Options{}); err != nil {
+		c := Default(file.Input(), Options{})
+		if errs := Validate(file.Input(), c, Options{}).Errors(); len(errs) > 0 {
+			_, err := file.Locate(errs)
 			var inv *InvalidError
-			if !errors.As(err, &inv) {
-				t.Fatalf("a validation error that is not a problem list: %v", err)
+			if !errors.As(err, &inv) || len(inv.Problems) != len(errs) {
+				t.Fatalf("validation errors that do not locate as a problem list: %v", err)
 			}
 			return
 		}

@@ -7,32 +7,27 @@ import (
 	"strings"
 	"unicode"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Warning is something valid but worth an operator's attention.
-type Warning struct {
-	Problem
-}
-
-// Validate checks the defaulted configuration against the file. It returns an
-// *InvalidError listing every problem, and the warnings.
-func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
-	root := field.NewPath("spec")
-	if f.Form == FormInline {
-		root = root.Child("metrics")
-	}
+// Validate checks the input and its defaulted configuration. Every problem
+// and warning is an Issue with the field path in its document; the file
+// adapter (File.Locate) adds lines.
+func Validate(in *Input, c *Config, opts Options) Issues {
+	root := in.MetricsRoot()
 	var mErrs, cErrs field.ErrorList
-	var warns []Warning
-	warn := func(lines lineIndex, p *field.Path, format string, args ...any) {
-		warns = append(warns, Warning{Problem{File: f.Path, Line: lines.lineOf(p.String()), Field: p.String(), Detail: fmt.Sprintf(format, args...)}})
+	var issues Issues
+	warn := func(doc Doc, p *field.Path, format string, args ...any) {
+		issues = append(issues, Issue{Doc: doc, Field: p.String(), Detail: fmt.Sprintf(format, args...), Warning: true})
 	}
-	m := &f.Metrics
+	m := &in.Metrics
 
 	// The Cluster: only what eksa-metrics depends on.
 	cs := field.NewPath("spec")
-	cl := &f.Cluster
+	cl := &in.Cluster
 	if cl.Metadata.Name == "" {
 		cErrs = append(cErrs, field.Required(field.NewPath("metadata", "name"), "the Cluster needs a name"))
 	} else {
@@ -59,26 +54,35 @@ func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
 	}
 
 	// The metrics section.
-	if f.Form == FormInline && m.ClusterRef != nil {
-		mErrs = append(mErrs, field.Forbidden(root.Child("clusterRef"), "clusterRef is only for a "+Kind+" document; inline, the section belongs to its Cluster"))
+	if in.Inline && m.ClusterRef != nil {
+		mErrs = append(mErrs, field.Forbidden(root.Child("clusterRef"), "clusterRef is only for a "+metricsv1alpha1.Kind+" document; inline, the section belongs to its Cluster"))
 	}
-	if f.Form == FormDocument {
+	if !in.Inline {
 		if m.ClusterRef != nil && m.ClusterRef.Kind != "Cluster" {
 			mErrs = append(mErrs, field.NotSupported(root.Child("clusterRef", "kind"), m.ClusterRef.Kind, []string{"Cluster"}))
 		}
-		if m.ClusterRef != nil && f.MetricsName != m.ClusterRef.Name {
-			mErrs = append(mErrs, field.Invalid(field.NewPath("metadata", "name"), f.MetricsName, fmt.Sprintf("must equal spec.clusterRef.name %q", m.ClusterRef.Name)))
+		if m.ClusterRef != nil && !in.Resource && in.MetricsName != m.ClusterRef.Name {
+			mErrs = append(mErrs, field.Invalid(field.NewPath("metadata", "name"), in.MetricsName, fmt.Sprintf("must equal spec.clusterRef.name %q", m.ClusterRef.Name)))
+		}
+	}
+	if !in.Resource {
+		// What only the custom resource of the controller carries.
+		if m.ClusterSelector != nil {
+			mErrs = append(mErrs, field.Forbidden(root.Child("clusterSelector"), "only the MetricsConfig custom resource selects Clusters by label; a file names its Cluster"))
+		}
+		if m.AllowControlPlaneRollout {
+			mErrs = append(mErrs, field.Forbidden(root.Child("allowControlPlaneRollout"), "only for the MetricsConfig custom resource; with a file, pass --allow-control-plane-rollout to apply"))
 		}
 	}
 	sc := m.ScrapeConfig
-	if sc.Stack != StackGeneric && !slices.Contains(Stacks, sc.Stack) {
-		mErrs = append(mErrs, field.NotSupported(root.Child("scrapeConfig", "stack"), sc.Stack, Stacks))
+	if sc.Stack != metricsv1alpha1.StackGeneric && !slices.Contains(metricsv1alpha1.Stacks, sc.Stack) {
+		mErrs = append(mErrs, field.NotSupported(root.Child("scrapeConfig", "stack"), sc.Stack, metricsv1alpha1.Stacks))
 	}
-	if sc.Stack == StackKubePrometheusStack && sc.Release == "" {
+	if sc.Stack == metricsv1alpha1.StackKubePrometheusStack && sc.Release == "" {
 		mErrs = append(mErrs, field.Required(root.Child("scrapeConfig", "release"), "the Helm release name of kube-prometheus-stack (helm list -A); its Prometheus selects ServiceMonitors labelled release: <release>"))
 	}
 	if sc.Release != "" {
-		if sc.Stack != StackKubePrometheusStack && sc.Stack != StackEKSAnywhere {
+		if sc.Stack != metricsv1alpha1.StackKubePrometheusStack && sc.Stack != metricsv1alpha1.StackEKSAnywhere {
 			mErrs = append(mErrs, field.Forbidden(root.Child("scrapeConfig", "release"), "only for stack kube-prometheus-stack (the Helm release) or eks-anywhere (the Package name)"))
 		}
 		for _, msg := range validation.IsDNS1123Label(sc.Release) {
@@ -101,20 +105,20 @@ func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
 	scraperErrs, scraperWarns := validateScrapers(scrapers, root.Child("scrapers"))
 	mErrs = append(mErrs, scraperErrs...)
 	for _, w := range scraperWarns {
-		warn(f.lineIndex(), w.path, "%s", w.detail)
+		warn(DocMetrics, w.path, "%s", w.detail)
 	}
 	if opts.CAPIAPIVersion != "" && c.EKSAVersion != nil && opts.CAPIAPIVersion != c.CAPIVersion {
 		cErrs = append(cErrs, field.Invalid(cs.Child("eksaVersion"), cl.Spec.EksaVersion, fmt.Sprintf(
 			"EKS Anywhere %s uses KubeadmControlPlane %s, but --capi-api-version says %s; drop the flag (eksaVersion decides) or fix eksaVersion", c.EKSAVersion, c.CAPIVersion, opts.CAPIAPIVersion)))
 	}
-	if m.Exposure != "" && m.Exposure != ExposureProxy && m.Exposure != ExposureBindAddress {
-		mErrs = append(mErrs, field.NotSupported(root.Child("exposure"), m.Exposure, []Exposure{ExposureProxy, ExposureBindAddress}))
+	if m.Exposure != "" && m.Exposure != metricsv1alpha1.ExposureProxy && m.Exposure != metricsv1alpha1.ExposureBindAddress {
+		mErrs = append(mErrs, field.NotSupported(root.Child("exposure"), m.Exposure, []metricsv1alpha1.Exposure{metricsv1alpha1.ExposureProxy, metricsv1alpha1.ExposureBindAddress}))
 	}
-	if l := m.Components.Etcd.MetricsLevel; l != "" && l != EtcdMetricsBasic && l != EtcdMetricsExtensive {
-		mErrs = append(mErrs, field.NotSupported(root.Child("components", "etcd", "metricsLevel"), l, []EtcdMetricsLevel{EtcdMetricsBasic, EtcdMetricsExtensive}))
+	if l := m.Components.Etcd.MetricsLevel; l != "" && l != metricsv1alpha1.EtcdMetricsBasic && l != metricsv1alpha1.EtcdMetricsExtensive {
+		mErrs = append(mErrs, field.NotSupported(root.Child("components", "etcd", "metricsLevel"), l, []metricsv1alpha1.EtcdMetricsLevel{metricsv1alpha1.EtcdMetricsBasic, metricsv1alpha1.EtcdMetricsExtensive}))
 	}
-	if v := m.TLS.MinVersion; v != "" && v != TLS12 && v != TLS13 {
-		mErrs = append(mErrs, field.NotSupported(root.Child("tls", "minVersion"), v, []string{TLS12, TLS13}))
+	if v := m.TLS.MinVersion; v != "" && v != metricsv1alpha1.TLS12 && v != metricsv1alpha1.TLS13 {
+		mErrs = append(mErrs, field.NotSupported(root.Child("tls", "minVersion"), v, []string{metricsv1alpha1.TLS12, metricsv1alpha1.TLS13}))
 	}
 	if ns := m.ScrapeConfig.Namespace; ns != "" {
 		for _, msg := range validation.IsDNS1123Label(ns) {
@@ -140,7 +144,7 @@ func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
 		if problem != "" {
 			mErrs = append(mErrs, field.Invalid(p, img.ref, problem))
 		} else if warning != "" {
-			warn(f.lineIndex(), p, "%s", warning)
+			warn(DocMetrics, p, "%s", warning)
 		}
 	}
 
@@ -159,7 +163,7 @@ func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
 	}
 
 	// Plain-HTTP endpoints must not leave loopback by accident.
-	if c.Exposure == ExposureBindAddress && !c.AllowInsecure {
+	if c.Exposure == metricsv1alpha1.ExposureBindAddress && !c.AllowInsecure {
 		var insecure []string
 		if c.Etcd {
 			insecure = append(insecure, "stacked etcd (2381)")
@@ -172,38 +176,31 @@ func Validate(f *File, c *Config, opts Options) ([]Warning, error) {
 				"bindAddress would expose %s as plain HTTP with no authentication; set allowInsecure: true to accept that, disable those components, or use exposure: proxy (TLS and RBAC in front of them)", joinAnd(insecure))))
 		}
 	}
-	if c.Exposure == ExposureBindAddress {
+	if c.Exposure == metricsv1alpha1.ExposureBindAddress {
 		if c.ControllerManager || c.Scheduler {
-			warn(f.lineIndex(), root.Child("exposure"), "bindAddress sets bind-address=0.0.0.0 on kube-controller-manager and kube-scheduler (a CIS 1.3.7/1.4.2 deviation) and rolls every control-plane machine once")
+			warn(DocMetrics, root.Child("exposure"), "bindAddress sets bind-address=0.0.0.0 on kube-controller-manager and kube-scheduler (a CIS 1.3.7/1.4.2 deviation) and rolls every control-plane machine once")
 		}
 		if c.AllowInsecure && (c.Etcd || c.KubeProxy) {
-			warn(f.lineIndex(), root.Child("allowInsecure"), "etcd and kube-proxy metrics will be served as plain HTTP without authentication on every node address; restrict them with a host firewall")
+			warn(DocMetrics, root.Child("allowInsecure"), "etcd and kube-proxy metrics will be served as plain HTTP without authentication on every node address; restrict them with a host firewall")
 		}
 	}
 	if c.ExternalEtcdScrape {
-		warn(f.lineIndex(), root.Child("components", "etcd"), "the Cluster uses external etcd: nothing is patched; its metrics are on https://<etcd IP>:2379/metrics and need an etcd client certificate (the scrape configuration says so)")
+		warn(DocMetrics, root.Child("components", "etcd"), "the Cluster uses external etcd: nothing is patched; its metrics are on https://<etcd IP>:2379/metrics and need an etcd client certificate (the scrape configuration says so)")
 	}
 	if c.EKSAVersion == nil && opts.CAPIAPIVersion == "" {
-		warn(f.clusterDoc.lines, cs.Child("eksaVersion"), "not set, so the KubeadmControlPlane is rendered for CAPI %s by %s; set spec.eksaVersion, or pass --capi-api-version v1beta1 for a management cluster on EKS Anywhere v0.24 or earlier", c.CAPIVersion, c.CAPIReason)
+		warn(DocCluster, cs.Child("eksaVersion"), "not set, so the KubeadmControlPlane is rendered for CAPI %s by %s; set spec.eksaVersion, or pass --capi-api-version v1beta1 for a management cluster on EKS Anywhere v0.24 or earlier", c.CAPIVersion, c.CAPIReason)
 	}
 	if c.Provider == ProviderCloudStack {
-		warn(f.clusterDoc.lines, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in v0.26.0")
+		warn(DocCluster, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in v0.26.0")
 	}
 
-	probs := f.lineIndex().problems(f.Path, mErrs)
-	probs = append(probs, f.clusterDoc.lines.problems(f.Path, cErrs)...)
-	if len(probs) > 0 {
-		return warns, &InvalidError{Problems: probs}
+	for _, e := range mErrs {
+		issues = append(issues, Issue{Doc: DocMetrics, Field: e.Field, Detail: e.ErrorBody()})
 	}
-	return warns, nil
-}
-
-// lineIndex is the line index of the document holding the metrics section.
-func (f *File) lineIndex() lineIndex {
-	if f.metricsDoc != nil {
-		return f.metricsDoc.lines
+	for _, e := range cErrs {
+		issues = append(issues, Issue{Doc: DocCluster, Field: e.Field, Detail: e.ErrorBody()})
 	}
-	return f.clusterDoc.lines
+	return issues
 }
 
 // everyone are the identities that stand for every user, every
@@ -233,13 +230,13 @@ type located struct {
 	detail string
 }
 
-func validateScrapers(scrapers []Scraper, p *field.Path) (field.ErrorList, []located) {
+func validateScrapers(scrapers []metricsv1alpha1.Scraper, p *field.Path) (field.ErrorList, []located) {
 	var errs field.ErrorList
 	var warns []located
 	if len(scrapers) == 0 {
 		return append(errs, field.Required(p, "at least one identity that may read metrics, e.g. {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}, or a scrapeConfig.stack whose Prometheus identity is known (kube-prometheus-stack with its release, kube-prometheus, eks-anywhere)")), nil
 	}
-	seen := map[Scraper]int{}
+	seen := map[metricsv1alpha1.Scraper]int{}
 	for i, s := range scrapers {
 		ip := p.Index(i)
 		if j, dup := seen[s]; dup {
@@ -252,7 +249,7 @@ func validateScrapers(scrapers []Scraper, p *field.Path) (field.ErrorList, []loc
 			continue
 		}
 		switch s.Kind {
-		case ScraperServiceAccount:
+		case metricsv1alpha1.ScraperServiceAccount:
 			for _, msg := range validation.IsDNS1123Subdomain(s.Name) {
 				errs = append(errs, field.Invalid(ip.Child("name"), s.Name, msg))
 			}
@@ -266,7 +263,7 @@ func validateScrapers(scrapers []Scraper, p *field.Path) (field.ErrorList, []loc
 			if s.Name == "default" {
 				warns = append(warns, located{ip.Child("name"), fmt.Sprintf("the default ServiceAccount of %q is shared by every pod of that namespace that names no other; give Prometheus a ServiceAccount of its own", s.Namespace)})
 			}
-		case ScraperUser, ScraperGroup:
+		case metricsv1alpha1.ScraperUser, metricsv1alpha1.ScraperGroup:
 			if s.Name == "" {
 				errs = append(errs, field.Required(ip.Child("name"), "the user or group name"))
 			} else if msg := subjectNameProblem(s.Name); msg != "" {
@@ -278,11 +275,11 @@ func validateScrapers(scrapers []Scraper, p *field.Path) (field.ErrorList, []loc
 			if strings.HasPrefix(s.Name, "system:serviceaccount:") {
 				errs = append(errs, field.Invalid(ip.Child("name"), s.Name, "write a ServiceAccount as {kind: ServiceAccount, name, namespace}"))
 			}
-			if s.Kind == ScraperGroup && (s.Name == "system:nodes" || s.Name == "system:masters" || s.Name == "kubeadm:cluster-admins") {
+			if s.Kind == metricsv1alpha1.ScraperGroup && (s.Name == "system:nodes" || s.Name == "system:masters" || s.Name == "kubeadm:cluster-admins") {
 				warns = append(warns, located{ip.Child("name"), fmt.Sprintf("group %q is shared by many identities that are not Prometheus; bind the identity Prometheus runs as", s.Name)})
 			}
 		default:
-			errs = append(errs, field.NotSupported(ip.Child("kind"), s.Kind, []ScraperKind{ScraperServiceAccount, ScraperUser, ScraperGroup}))
+			errs = append(errs, field.NotSupported(ip.Child("kind"), s.Kind, []metricsv1alpha1.ScraperKind{metricsv1alpha1.ScraperServiceAccount, metricsv1alpha1.ScraperUser, metricsv1alpha1.ScraperGroup}))
 		}
 	}
 	return errs, warns
@@ -318,12 +315,8 @@ func ClusterNameProblems(name string) []string {
 	return msgs
 }
 
-// MetricsWarning builds a warning located at a field of the metrics section;
+// MetricsIssue is a warning located at a field of the metrics section;
 // path is relative to the section, e.g. "zPages".
-func (f *File) MetricsWarning(path, detail string) Warning {
-	full := "spec." + path
-	if f.Form == FormInline {
-		full = "spec.metrics." + path
-	}
-	return Warning{Problem{File: f.Path, Line: f.lineIndex().lineOf(full), Field: full, Detail: detail}}
+func (in *Input) MetricsIssue(path, detail string) Issue {
+	return Issue{Doc: DocMetrics, Field: in.MetricsRoot().String() + "." + path, Detail: detail, Warning: true}
 }

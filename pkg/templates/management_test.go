@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -23,7 +25,7 @@ import (
 func mgmtConfig(provider spec.Provider, eksa string) *spec.Config {
 	v, _ := spec.ParseEKSAVersion(eksa)
 	return &spec.Config{ClusterName: "mgmt", Provider: provider, Management: true, ManagementComponents: true, EKSAVersion: &v,
-		TLSMinVersion: spec.TLS12, Images: spec.Images{KubeRBACProxy: spec.DefaultKubeRBACProxyImage}}
+		TLSMinVersion: metricsv1alpha1.TLS12, Images: metricsv1alpha1.Images{KubeRBACProxy: spec.DefaultKubeRBACProxyImage}}
 }
 
 // shippedDeployment reads eksa-controller-manager as EKS-A ships it.

@@ -19,6 +19,10 @@ const (
 	SystemNS       = "kube-system"
 	ComponentLabel = "eksa-metrics/component"
 	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// ClusterLabel names, on every object eksa-metrics creates, the EKS-A
+	// Cluster it was rendered for: with ManagedByLabel, the inventory that
+	// apply prunes.
+	ClusterLabel = "metrics.anywhere.eks.amazonaws.com/cluster"
 	NameLabel      = "app.kubernetes.io/name"
 	// InsecureSkipVerifyAnnotation explains, on a scrape object, why it does
 	// not verify the target's certificate.
@@ -126,3 +130,12 @@ func ZPagePaths(c *spec.Config) []string {
 }
 
 func intOrStr(i int) intstr.IntOrString { return intstr.FromInt32(int32(i)) }
+
+// ObjectName is "Kind namespace/name", or "Kind name" for a cluster-scoped
+// object: how every message names an object.
+func ObjectName(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -23,13 +25,13 @@ const haproxyCfgDir = "/usr/local/etc/haproxy"
 
 // needsProxy reports whether proxy mode renders any proxy.
 func needsProxy(c *spec.Config) bool {
-	return c.Exposure == spec.ExposureProxy && (c.ControllerManager || c.Scheduler || c.Etcd || c.KubeProxy)
+	return c.Exposure == metricsv1alpha1.ExposureProxy && (c.ControllerManager || c.Scheduler || c.Etcd || c.KubeProxy)
 }
 
 // needsRBACProxy reports whether proxy mode runs a kube-rbac-proxy, the only
 // proxy that talks to the API server (TokenReview, SubjectAccessReview).
 func needsRBACProxy(c *spec.Config) bool {
-	return c.Exposure == spec.ExposureProxy && (c.Etcd || c.KubeProxy)
+	return c.Exposure == metricsv1alpha1.ExposureProxy && (c.Etcd || c.KubeProxy)
 }
 
 // apiAccessVolume is the ServiceAccount token, cluster CA and namespace the

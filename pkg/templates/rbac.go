@@ -3,6 +3,8 @@ package templates
 import (
 	"sort"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -91,11 +93,11 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // subjects turns scrapers into RBAC subjects.
-func subjects(scrapers []spec.Scraper) []rbacv1.Subject {
+func subjects(scrapers []metricsv1alpha1.Scraper) []rbacv1.Subject {
 	out := make([]rbacv1.Subject, 0, len(scrapers))
 	for _, s := range scrapers {
 		sub := rbacv1.Subject{Kind: string(s.Kind), Name: s.Name, Namespace: s.Namespace}
-		if s.Kind != spec.ScraperServiceAccount {
+		if s.Kind != metricsv1alpha1.ScraperServiceAccount {
 			sub.APIGroup = rbacv1.GroupName
 		}
 		out = append(out, sub)
@@ -118,7 +120,7 @@ func RBAC(c *spec.Config) []Object {
 	return out
 }
 
-func roleAndBinding(name string, rules []rbacv1.PolicyRule, scrapers []spec.Scraper) []Object {
+func roleAndBinding(name string, rules []rbacv1.PolicyRule, scrapers []metricsv1alpha1.Scraper) []Object {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels(nil)},
 		Rules:      rules,

@@ -1,25 +1,27 @@
 package templates
 
 import (
-	"go.yaml.in/yaml/v3"
 	"slices"
 	"strings"
 	"testing"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
-func allOn(exposure spec.Exposure) *spec.Config {
+func allOn(exposure metricsv1alpha1.Exposure) *spec.Config {
 	return &spec.Config{ClusterName: "c", Exposure: exposure, AllowInsecure: true, APIServer: true, ControllerManager: true, Scheduler: true,
-		Etcd: true, KubeProxy: true, Kubelet: true, TLSMinVersion: spec.TLS12, ServiceMonitors: true, PrometheusConfig: true,
-		MonitoringNamespace: "monitoring", Scrapers: []spec.Scraper{{Kind: spec.ScraperServiceAccount, Name: "p", Namespace: "monitoring"}}}
+		Etcd: true, KubeProxy: true, Kubelet: true, TLSMinVersion: metricsv1alpha1.TLS12, ServiceMonitors: true, PrometheusConfig: true,
+		MonitoringNamespace: "monitoring", Scrapers: []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "p", Namespace: "monitoring"}}}
 }
 
 // No rendered scrape sends a token over plain HTTP (bindAddress with
 // allowInsecure serves etcd and kube-proxy that way).
 func TestNoTokenOverPlainHTTP(t *testing.T) {
-	c := allOn(spec.ExposureBindAddress)
+	c := allOn(metricsv1alpha1.ExposureBindAddress)
 	plain := 0
 	for _, o := range ServiceMonitors(c) {
 		for _, ep := range o["spec"].(map[string]any)["endpoints"].([]any) {
@@ -81,7 +83,7 @@ func grants(rs []map[string]any) []string {
 // Scrapers get metrics; z-pages (/flagz shows every flag) only when asked,
 // through a role of their own.
 func TestZPagesAreARoleOfTheirOwn(t *testing.T) {
-	c := allOn(spec.ExposureProxy)
+	c := allOn(metricsv1alpha1.ExposureProxy)
 	objs := RBAC(c)
 	reader := grants(rules(objs, ReaderRole))
 	for _, g := range []string{"/statusz", "/flagz", "nodes/statusz", "nodes/configz"} {
@@ -107,7 +109,7 @@ func TestZPagesAreARoleOfTheirOwn(t *testing.T) {
 // HAProxy passes bytes and never calls the API server: its pod has no token
 // and no auth-delegator binding; the kube-rbac-proxy container has both.
 func TestEachContainerGetsOnlyWhatItUses(t *testing.T) {
-	c := allOn(spec.ExposureProxy)
+	c := allOn(metricsv1alpha1.ExposureProxy)
 	c.Etcd, c.KubeProxy = false, false
 	for _, o := range Proxies(c) {
 		if o["kind"] != "DaemonSet" {
@@ -157,7 +159,7 @@ func lookup(t *testing.T, id string) components.Cluster {
 // component, the same in both forms; metrics_path and honored labels on the
 // kubelet; the release label for kube-prometheus-stack; the drop lists.
 func TestJobsMatchTheMixins(t *testing.T) {
-	c := allOn(spec.ExposureProxy)
+	c := allOn(metricsv1alpha1.ExposureProxy)
 	c.DropHighCardinality = true
 	want := map[string]string{"kube-apiserver": "apiserver", "kube-controller-manager": "kube-controller-manager", "kube-scheduler": "kube-scheduler",
 		"etcd": "kube-etcd", "kube-proxy": "kube-proxy", "kubelet": "kubelet"}
@@ -198,7 +200,7 @@ func TestJobsMatchTheMixins(t *testing.T) {
 			}
 		}
 	}
-	c.Stack, c.Release = spec.StackKubePrometheusStack, "kps"
+	c.Stack, c.Release = metricsv1alpha1.StackKubePrometheusStack, "kps"
 	for _, o := range ServiceMonitors(c) {
 		if o["metadata"].(map[string]any)["labels"].(map[string]any)["release"] != "kps" {
 			t.Errorf("%v has no release: kps label", o["metadata"])
@@ -208,7 +210,7 @@ func TestJobsMatchTheMixins(t *testing.T) {
 		}
 	}
 	c.DropHighCardinality = false
-	c.Stack = spec.StackGeneric
+	c.Stack = metricsv1alpha1.StackGeneric
 	for _, j := range scrapeJobs(c) {
 		if len(j.MetricRelabelConfigs) > 0 {
 			t.Errorf("%s drops series although dropHighCardinality is off", j.JobName)
@@ -219,7 +221,7 @@ func TestJobsMatchTheMixins(t *testing.T) {
 // prometheus-operator's additionalScrapeConfigs wants a YAML list; a plain
 // Prometheus's scrape_config_files a file with scrape_configs.
 func TestScrapeFileShapes(t *testing.T) {
-	c := allOn(spec.ExposureProxy)
+	c := allOn(metricsv1alpha1.ExposureProxy)
 	var list []map[string]any
 	if err := yaml.Unmarshal([]byte(AdditionalScrapeConfigs(c)), &list); err != nil || len(list) == 0 {
 		t.Fatalf("additionalScrapeConfigs is not a list: %v", err)

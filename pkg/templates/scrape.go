@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +66,7 @@ func targets(c *spec.Config) []target {
 			// plain Prometheus discovers the nodes instead.
 			t.serviceName, t.selector, t.jobLabel = "kubelet", map[string]string{"k8s-app": "kubelet"}, "k8s-app"
 		case components.Etcd, components.KubeProxy:
-			if c.Exposure == spec.ExposureBindAddress {
+			if c.Exposure == metricsv1alpha1.ExposureBindAddress {
 				t.scheme, t.insecure = "http", ""
 			}
 		}
@@ -93,9 +95,9 @@ func Services(c *spec.Config) []Object {
 		}
 		var selector map[string]string
 		switch {
-		case c.Exposure == spec.ExposureProxy && comp.ID == components.KubeProxy:
+		case c.Exposure == metricsv1alpha1.ExposureProxy && comp.ID == components.KubeProxy:
 			selector = map[string]string{NameLabel: NodeDS}
-		case c.Exposure == spec.ExposureProxy:
+		case c.Exposure == metricsv1alpha1.ExposureProxy:
 			selector = map[string]string{NameLabel: ControlPlaneDS}
 		case comp.ID == components.KubeProxy:
 			selector = map[string]string{"k8s-app": "kube-proxy"}

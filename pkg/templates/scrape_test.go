@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -30,7 +32,7 @@ func TestYAMLScalar(t *testing.T) {
 // The hand-written scrape file is the YAML it means to be: every job, with
 // its fields, read back by a YAML parser.
 func TestScrapeConfigFileParses(t *testing.T) {
-	c := &spec.Config{ClusterName: "c", Exposure: spec.ExposureProxy, APIServer: true, ControllerManager: true, Scheduler: true, Etcd: true, KubeProxy: true, Kubelet: true,
+	c := &spec.Config{ClusterName: "c", Exposure: metricsv1alpha1.ExposureProxy, APIServer: true, ControllerManager: true, Scheduler: true, Etcd: true, KubeProxy: true, Kubelet: true,
 		ManagementComponents: true, Management: true, Provider: spec.ProviderTinkerbell, ExternalEtcdScrape: true}
 	var doc struct {
 		ScrapeConfigs []struct {

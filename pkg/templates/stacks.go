@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,20 +38,20 @@ type profile struct {
 }
 
 // profiles are the stacks of scrapeConfig.stack; sources in docs/guide.md.
-var profiles = map[spec.Stack]profile{
-	spec.StackGeneric: {},
+var profiles = map[metricsv1alpha1.Stack]profile{
+	metricsv1alpha1.StackGeneric: {},
 	// kube-prometheus-stack ships ServiceMonitors for the API server and the
 	// kubelet (with its own drop lists) and selects by the release label.
-	spec.StackKubePrometheusStack: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, releaseLabel: true, kpsValues: true},
+	metricsv1alpha1.StackKubePrometheusStack: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, releaseLabel: true, kpsValues: true},
 	// kube-prometheus ships monitors for the API server and the kubelet, and
 	// discovery Roles only in default, kube-system and monitoring.
-	spec.StackKubePrometheus: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, discoveryRoles: true,
+	metricsv1alpha1.StackKubePrometheus: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, discoveryRoles: true,
 		discoveryNamespaces: []string{"default", SystemNS, "monitoring"}},
 	// The curated package's prometheus chart scrapes the API servers, the
 	// kubelets and cAdvisor by default (jobs kubernetes-api-servers,
 	// kubernetes-nodes, kubernetes-nodes-cadvisor).
-	spec.StackEKSAnywhere: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, eksaPackage: true},
-	spec.StackPrometheus:  {additionalScrapeConfigs: true},
+	metricsv1alpha1.StackEKSAnywhere: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, eksaPackage: true},
+	metricsv1alpha1.StackPrometheus:  {additionalScrapeConfigs: true},
 }
 
 func profileOf(c *spec.Config) profile { return profiles[c.Stack] }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -200,7 +202,7 @@ func checkExternalEtcd(_ context.Context, in *Input) Result {
 
 func checkInsecure(_ context.Context, in *Input) Result {
 	c := in.Result.Config
-	if c.Exposure == spec.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
+	if c.Exposure == metricsv1alpha1.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
 		return Result{Status: Warn, Message: "etcd and/or kube-proxy metrics are plain HTTP without authentication on every node address (allowInsecure)",
 			Remediation: "restrict ports 2381 and 10249 with a host firewall or security groups, or use exposure: proxy"}
 	}
@@ -367,7 +369,7 @@ func checkDrift(ctx context.Context, in *Input) Result {
 func checkScrapers(ctx context.Context, in *Input) Result {
 	var missing []string
 	for _, s := range in.Result.Config.Scrapers {
-		if s.Kind != spec.ScraperServiceAccount {
+		if s.Kind != metricsv1alpha1.ScraperServiceAccount {
 			continue
 		}
 		_, err := in.Workload.Core.CoreV1().ServiceAccounts(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
@@ -492,8 +494,8 @@ func checkPrometheusSelects(ctx context.Context, in *Input) Result {
 		if sa == "" {
 			sa = "default"
 		}
-		scraper := slices.ContainsFunc(c.Scrapers, func(s spec.Scraper) bool {
-			return s.Kind == spec.ScraperServiceAccount && s.Name == sa && s.Namespace == p.GetNamespace()
+		scraper := slices.ContainsFunc(c.Scrapers, func(s metricsv1alpha1.Scraper) bool {
+			return s.Kind == metricsv1alpha1.ScraperServiceAccount && s.Name == sa && s.Namespace == p.GetNamespace()
 		})
 		switch {
 		case selects && nsOK && scraper:

@@ -33,7 +33,7 @@ func input(t *testing.T, path string, opts spec.Options, edit func(string) strin
 	in := &Input{Path: filepath.Base(path)}
 	in.File, in.LoadErr = spec.Load(in.Path, strings.NewReader(text))
 	if in.LoadErr == nil {
-		in.Result, in.RenderErr = render.Render(in.File, opts)
+		in.Result, in.RenderErr = render.RenderFile(in.File, opts)
 	}
 	return in
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -15,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
@@ -41,11 +42,11 @@ type Identities struct {
 // own, or a temporary ServiceAccount bound to the reader role for User and
 // Group scrapers) and one for a temporary ServiceAccount with no binding.
 // Call Cleanup afterwards, also when this fails: what was made is deleted.
-func NewIdentities(ctx context.Context, core kubernetes.Interface, scrapers []spec.Scraper) (*Identities, error) {
+func NewIdentities(ctx context.Context, core kubernetes.Interface, scrapers []metricsv1alpha1.Scraper) (*Identities, error) {
 	ids := &Identities{core: core, suffix: randomSuffix()}
-	var sa *spec.Scraper
+	var sa *metricsv1alpha1.Scraper
 	for i := range scrapers {
-		if scrapers[i].Kind == spec.ScraperServiceAccount {
+		if scrapers[i].Kind == metricsv1alpha1.ScraperServiceAccount {
 			sa = &scrapers[i]
 			break
 		}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -61,7 +63,7 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 				continue
 			}
 			scheme := "https"
-			plain := !comp.TLS && c.Exposure == spec.ExposureBindAddress
+			plain := !comp.TLS && c.Exposure == metricsv1alpha1.ExposureBindAddress
 			if plain {
 				scheme = "http"
 			}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -40,14 +42,14 @@ const (
 	unboundNS, unboundSA = "monitoring", "not-a-scraper"
 )
 
-func specFor(minor string, exposure spec.Exposure) string {
+func specFor(minor string, exposure metricsv1alpha1.Exposure) string {
 	return e2eSpec(minor, fmt.Sprintf(`  scrapers:
   - {kind: ServiceAccount, name: %s, namespace: %s}
   - {kind: Group, name: "%s"}
   exposure: %s
   allowInsecure: %t
   zPages: {statusz: true, flagz: true}
-`, scraperSA, scraperNS, scraperGroup, exposure, exposure == spec.ExposureBindAddress))
+`, scraperSA, scraperNS, scraperGroup, exposure, exposure == metricsv1alpha1.ExposureBindAddress))
 }
 
 // e2eSpec is the e2e cluster's file with a metrics section (its spec, the
@@ -82,7 +84,7 @@ type counts struct{ scrapes, sars int }
 func TestEndToEnd(t *testing.T) {
 	var total counts
 	for _, v := range versions {
-		for _, mode := range []spec.Exposure{spec.ExposureProxy, spec.ExposureBindAddress} {
+		for _, mode := range []metricsv1alpha1.Exposure{metricsv1alpha1.ExposureProxy, metricsv1alpha1.ExposureBindAddress} {
 			t.Run(v+"/"+string(mode), func(t *testing.T) {
 				c := runCluster(t, v, mode)
 				total.scrapes += c.scrapes
@@ -104,14 +106,14 @@ func onNode(args kubeadm.Args) kubeadm.Args {
 	return out
 }
 
-func runCluster(t *testing.T, version string, mode spec.Exposure) counts {
+func runCluster(t *testing.T, version string, mode metricsv1alpha1.Exposure) counts {
 	ctx := context.Background()
 	minor := strings.Join(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[:2], ".")
 	f, err := spec.Load("e2e.yaml", strings.NewReader(specFor(minor, mode)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := render.Render(f, spec.Options{})
+	r, err := render.RenderFile(f, spec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,14 +147,14 @@ func runCluster(t *testing.T, version string, mode spec.Exposure) counts {
 		framework.KubeadmSchedulerArgs(schedKubeconfig), framework.NodePaths(onNode(ch.Args(kubeadm.Scheduler)), paths))))
 
 	componentHost := "127.0.0.1"
-	if mode == spec.ExposureBindAddress {
+	if mode == metricsv1alpha1.ExposureBindAddress {
 		componentHost = NodeIP
 	}
 	waitHealthy(t, fmt.Sprintf("https://%s:10257/healthz", componentHost), kcm)
 	waitHealthy(t, fmt.Sprintf("https://%s:10259/healthz", componentHost), sched)
 
 	var procs []*framework.Process
-	if mode == spec.ExposureProxy {
+	if mode == metricsv1alpha1.ExposureProxy {
 		procs = startProxies(t, cp, r)
 	}
 
@@ -286,14 +288,14 @@ type target struct {
 	blocked  []string // paths the proxy must not pass (404 even for the scraper)
 }
 
-func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode spec.Exposure, procs []*framework.Process) counts {
+func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode metricsv1alpha1.Exposure, procs []*framework.Process) counts {
 	node := func(port int) string { return fmt.Sprintf("https://%s:%d", NodeIP, port) }
 	targets := []target{
 		{name: "kube-apiserver", base: cp.URL, paths: []string{"/metrics", "/metrics/slis"}, zpages: true},
 		{name: "kube-controller-manager", base: node(10257), paths: []string{"/metrics", "/metrics/slis"}, zpages: true},
 		{name: "kube-scheduler", base: node(10259), paths: []string{"/metrics", "/metrics/slis", "/metrics/resources"}, zpages: true},
 	}
-	if mode == spec.ExposureProxy {
+	if mode == metricsv1alpha1.ExposureProxy {
 		targets = append(targets,
 			target{name: "etcd (kube-rbac-proxy)", base: node(2381), paths: []string{"/metrics"}, blocked: []string{"/health", "/debug/vars"}},
 			target{name: "kube-proxy (kube-rbac-proxy)", base: node(10249), paths: []string{"/metrics", "/metrics/slis"}, zpages: true, blocked: []string{"/configz", "/healthz"}},

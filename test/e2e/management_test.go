@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -29,11 +31,11 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	cp.InstallCRDs(t, spec.CAPIv1beta2) // ServiceMonitor and KubeadmControlPlane
 	cp.InstallCRDDir(t, "cluster-api-core")
 
-	f, err := spec.Load("mgmt.yaml", strings.NewReader(strings.Replace(specFor("1.36", spec.ExposureProxy), "  zPages:", "  managementComponents: {enabled: true}\n  zPages:", 1)))
+	f, err := spec.Load("mgmt.yaml", strings.NewReader(strings.Replace(specFor("1.36", metricsv1alpha1.ExposureProxy), "  zPages:", "  managementComponents: {enabled: true}\n  zPages:", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := render.Render(f, spec.Options{})
+	r, err := render.RenderFile(f, spec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

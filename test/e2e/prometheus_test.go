@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +30,9 @@ import (
 
 // stackSpec is the e2e cluster's spec with a scrapeConfig section (indented
 // by four spaces) and optional scrapers.
-func stackSpec(minor string, mode spec.Exposure, scrapeConfig, scrapers string) string {
+func stackSpec(minor string, mode metricsv1alpha1.Exposure, scrapeConfig, scrapers string) string {
 	return e2eSpec(minor, fmt.Sprintf("%s  exposure: %s\n  allowInsecure: %t\n  managementComponents: {enabled: false}\n  scrapeConfig:\n%s",
-		scrapers, mode, mode == spec.ExposureBindAddress, scrapeConfig))
+		scrapers, mode, mode == metricsv1alpha1.ExposureBindAddress, scrapeConfig))
 }
 
 func renderSpec(t *testing.T, text string) *render.Result {
@@ -39,7 +41,7 @@ func renderSpec(t *testing.T, text string) *render.Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := render.Render(f, spec.Options{})
+	r, err := render.RenderFile(f, spec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,9 +68,9 @@ func (p promRun) String() string {
 func TestPrometheusScrapesWhatIsRendered(t *testing.T) {
 	var report []string
 	for _, v := range versions {
-		for _, mode := range []spec.Exposure{spec.ExposureProxy, spec.ExposureBindAddress} {
+		for _, mode := range []metricsv1alpha1.Exposure{metricsv1alpha1.ExposureProxy, metricsv1alpha1.ExposureBindAddress} {
 			t.Run(v+"/"+string(mode), func(t *testing.T) {
-				runs := prometheusCluster(t, v, mode, v == versions[0] && mode == spec.ExposureProxy)
+				runs := prometheusCluster(t, v, mode, v == versions[0] && mode == metricsv1alpha1.ExposureProxy)
 				for _, r := range runs {
 					report = append(report, fmt.Sprintf("%s %-11s %s", v, mode, r))
 				}
@@ -82,7 +84,7 @@ func minorOf(version string) string {
 	return strings.Join(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[:2], ".")
 }
 
-func prometheusCluster(t *testing.T, version string, mode spec.Exposure, extras bool) []promRun {
+func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposure, extras bool) []promRun {
 	minor := minorOf(version)
 	// The control-plane change is the same for every profile: the first one's.
 	kpsNS := "kps"
@@ -104,7 +106,7 @@ func prometheusCluster(t *testing.T, version string, mode spec.Exposure, extras 
 	})
 	c.StartPrometheusOperator(t)
 	apply(t, c, base)
-	if mode == spec.ExposureProxy {
+	if mode == metricsv1alpha1.ExposureProxy {
 		startProxyPods(t, c, base)
 	}
 	worker := c.NodeOf(t, "worker-1")
@@ -195,7 +197,7 @@ var kpsClusterRole = []rbacv1.PolicyRule{
 
 // stackIdentity creates a stack's Prometheus ServiceAccount and the
 // discovery ClusterRole its chart or manifests give it.
-func stackIdentity(t *testing.T, c *framework.Cluster, sa spec.Scraper, rules []rbacv1.PolicyRule) {
+func stackIdentity(t *testing.T, c *framework.Cluster, sa metricsv1alpha1.Scraper, rules []rbacv1.PolicyRule) {
 	t.Helper()
 	ctx := context.Background()
 	c.ServiceAccount(t, sa.Namespace, sa.Name)
@@ -257,7 +259,7 @@ func expected(c *framework.Cluster, r *render.Result, skip ...components.ID) map
 
 // scraped is expected() for a render: what the stack does not scrape itself.
 func scraped(c *framework.Cluster, r *render.Result) map[string]int {
-	if r.Config.Stack == spec.StackGeneric || r.Config.Stack == spec.StackPrometheus {
+	if r.Config.Stack == metricsv1alpha1.StackGeneric || r.Config.Stack == metricsv1alpha1.StackPrometheus {
 		return expected(c, r)
 	}
 	return expected(c, r, components.KubeAPIServer, components.Kubelet)
@@ -267,7 +269,7 @@ func scraped(c *framework.Cluster, r *render.Result) map[string]int {
 // its HTTP API, that exactly the expected targets are active and up with the
 // component's job label (and metrics_path on kubelet series), and that no
 // absent alert of kubernetes-mixin would fire.
-func scrapeAndCheck(t *testing.T, c *framework.Cluster, node *framework.Node, port int, name string, sa spec.Scraper, config string, extra map[string]string, r *render.Result) promRun {
+func scrapeAndCheck(t *testing.T, c *framework.Cluster, node *framework.Node, port int, name string, sa metricsv1alpha1.Scraper, config string, extra map[string]string, r *render.Result) promRun {
 	t.Helper()
 	want := scraped(c, r)
 	total := 0
@@ -324,7 +326,7 @@ func scrapeAndCheck(t *testing.T, c *framework.Cluster, node *framework.Node, po
 
 // checkWithPromtool runs promtool check config where the token exists, so
 // that the credentials files are checked too.
-func checkWithPromtool(t *testing.T, c *framework.Cluster, node *framework.Node, sa spec.Scraper, main string, extra map[string]string) {
+func checkWithPromtool(t *testing.T, c *framework.Cluster, node *framework.Node, sa metricsv1alpha1.Scraper, main string, extra map[string]string) {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{"prometheus.yml": main}
@@ -342,7 +344,7 @@ func checkWithPromtool(t *testing.T, c *framework.Cluster, node *framework.Node,
 
 // otherStacks: kube-prometheus, the EKS Anywhere curated package, and a plain
 // Prometheus through prometheus-operator's additionalScrapeConfigs.
-func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor string, mode spec.Exposure) []promRun {
+func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor string, mode metricsv1alpha1.Exposure) []promRun {
 	t.Helper()
 	var runs []promRun
 
@@ -354,7 +356,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 	deleteServiceMonitors(t, c)
 	apply(t, c, kp)
 	sa := kp.Config.Scrapers[0]
-	stackIdentity(t, c, spec.Scraper{Kind: sa.Kind, Name: sa.Name, Namespace: sa.Namespace}, []rbacv1.PolicyRule{
+	stackIdentity(t, c, metricsv1alpha1.Scraper{Kind: sa.Kind, Name: sa.Name, Namespace: sa.Namespace}, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}},
 		{NonResourceURLs: []string{"/metrics", "/metrics/slis"}, Verbs: []string{"get"}},
 	})
@@ -413,7 +415,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 	return runs
 }
 
-func discoveryRole(t *testing.T, c *framework.Cluster, ns string, sa spec.Scraper) {
+func discoveryRole(t *testing.T, c *framework.Cluster, ns string, sa metricsv1alpha1.Scraper) {
 	t.Helper()
 	ctx := context.Background()
 	c.ServiceAccount(t, ns, "default") // the namespace

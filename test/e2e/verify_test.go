@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
-	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
@@ -37,7 +38,7 @@ func (v verifyRun) row(component string) *verify.Result {
 // verifyCluster runs `eksa-metrics verify` against the test bed: one Node
 // object stands for the control-plane node at NodeIP (no kubelet runs here,
 // so the kubelet target is turned off in the spec verify reads).
-func verifyCluster(t *testing.T, cp *framework.ControlPlane, minor string, mode spec.Exposure, procs []*framework.Process, breaks bool) {
+func verifyCluster(t *testing.T, cp *framework.ControlPlane, minor string, mode metricsv1alpha1.Exposure, procs []*framework.Process, breaks bool) {
 	ctx := context.Background()
 	node, err := cp.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-1",
 		Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}, metav1.CreateOptions{})
@@ -48,7 +49,7 @@ func verifyCluster(t *testing.T, cp *framework.ControlPlane, minor string, mode 
 	if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if mode == spec.ExposureBindAddress {
+	if mode == metricsv1alpha1.ExposureBindAddress {
 		standInKubeProxyAt(t, NodeIP) // kube-proxy with metricsBindAddress on the node address
 	}
 	specPath := t.TempDir() + "/verify.yaml"
@@ -152,7 +153,7 @@ func verifyCluster(t *testing.T, cp *framework.ControlPlane, minor string, mode 
 	until("the unbound identity refused again", func(v verifyRun) bool { return v.code == 0 })
 
 	// Break 3: the etcd proxy stops: only its row fails, as connection refused.
-	if mode == spec.ExposureProxy {
+	if mode == metricsv1alpha1.ExposureProxy {
 		for _, p := range procs {
 			if p.Name == "kube-rbac-proxy-etcd" {
 				p.Stop()

@@ -44,7 +44,7 @@ func renderFixture(t *testing.T, specName, metrics string, opts spec.Options) *r
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := render.Render(f, opts)
+	r, err := render.RenderFile(f, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestMergedFeatureGatesCannotBeServerSideApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := render.Render(f, spec.Options{})
+	r, err := render.RenderFile(f, spec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -419,7 +419,7 @@ func TestApplyEditsManagementDeployments(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout")
-	if code != 0 || !strings.Contains(stderr, "~ edit Deployment capi-system/capi-controller-manager") || !strings.Contains(stderr, "- skip Deployment capd-system/capd-controller-manager (management cluster): not installed") {
+	if code != 0 || !strings.Contains(stderr, "~ edit Deployment capi-system/capi-controller-manager") || !strings.Contains(stderr, "· skip Deployment capd-system/capd-controller-manager (management cluster): not installed") {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 	d, err := cp.Client.AppsV1().Deployments("capi-system").Get(ctx, "capi-controller-manager", metav1.GetOptions{})

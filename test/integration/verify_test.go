@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -21,9 +22,9 @@ func TestVerifyIdentitiesAreRevokedByCleanup(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
 	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
-	for _, scrapers := range [][]spec.Scraper{
-		{{Kind: spec.ScraperServiceAccount, Name: "prometheus-k8s", Namespace: "monitoring"}},
-		{{Kind: spec.ScraperGroup, Name: "platform:metrics"}},
+	for _, scrapers := range [][]metricsv1alpha1.Scraper{
+		{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "prometheus-k8s", Namespace: "monitoring"}},
+		{{Kind: metricsv1alpha1.ScraperGroup, Name: "platform:metrics"}},
 	} {
 		ids, err := verify.NewIdentities(ctx, cp.Client, scrapers)
 		if err != nil {
@@ -47,7 +48,7 @@ func TestVerifyIdentitiesAreRevokedByCleanup(t *testing.T) {
 		}
 	}
 	// A failure half way (the scraper ServiceAccount does not exist) leaves nothing.
-	ids, err := verify.NewIdentities(ctx, cp.Client, []spec.Scraper{{Kind: spec.ScraperServiceAccount, Name: "missing", Namespace: "monitoring"}})
+	ids, err := verify.NewIdentities(ctx, cp.Client, []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "missing", Namespace: "monitoring"}})
 	if err == nil || !strings.Contains(err.Error(), "monitoring/missing") {
 		t.Fatalf("err = %v", err)
 	}

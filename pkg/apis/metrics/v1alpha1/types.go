@@ -1,0 +1,322 @@
+// Package v1alpha1 is the metrics section of an EKS Anywhere cluster spec as
+// an API type: the MetricsConfig document of a cluster file and the
+// MetricsConfig custom resource of the controller are the same schema.
+//
+// +kubebuilder:object:generate=true
+// +groupName=metrics.anywhere.eks.amazonaws.com
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Group, version and kind of the metrics section.
+const (
+	Group      = "metrics.anywhere.eks.amazonaws.com"
+	Version    = "v1alpha1"
+	APIVersion = Group + "/" + Version
+	Kind       = "MetricsConfig"
+)
+
+// MetricsConfig is the metrics section of one or more EKS Anywhere clusters.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mc,categories=eksa-metrics
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Exposure",type=string,JSONPath=`.spec.exposure`
+// +kubebuilder:printcolumn:name="Stack",type=string,JSONPath=`.spec.scrapeConfig.stack`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.selectedClusters`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyClusters`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type MetricsConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   MetricsConfigSpec   `json:"spec,omitempty"`
+	Status MetricsConfigStatus `json:"status,omitempty"`
+}
+
+// MetricsConfigList is a list of MetricsConfigs.
+//
+// +kubebuilder:object:root=true
+type MetricsConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []MetricsConfig `json:"items"`
+}
+
+// MetricsConfigSpec is the metrics section; inline in a Cluster
+// (Cluster.spec.metrics) it has the same fields but clusterRef.
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.clusterRef) && has(self.clusterSelector))",message="clusterRef and clusterSelector exclude each other"
+type MetricsConfigSpec struct {
+	// ClusterRef names the Cluster these metrics are for; optional in a file
+	// with one Cluster.
+	// +optional
+	ClusterRef *ClusterRef `json:"clusterRef,omitempty"`
+	// ClusterSelector selects EKS Anywhere Clusters by label (the custom
+	// resource only), so that one MetricsConfig covers a fleet.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// Scrapers are the identities that may read metrics; required unless
+	// scrapeConfig.stack names a stack whose Prometheus identity is known.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Scrapers []Scraper `json:"scrapers,omitempty"`
+	// Exposure is how the loopback-only components are reached.
+	// +optional
+	Exposure Exposure `json:"exposure,omitempty"`
+	// +optional
+	Components Components `json:"components,omitempty"`
+	// +optional
+	ManagementComponents ManagementComponents `json:"managementComponents,omitempty"`
+	// +optional
+	ZPages ZPages `json:"zPages,omitempty"`
+	// +optional
+	TLS TLS `json:"tls,omitempty"`
+	// +optional
+	ScrapeConfig ScrapeConfig `json:"scrapeConfig,omitempty"`
+	// +optional
+	Images Images `json:"images,omitempty"`
+	// AllowInsecure must be true before a plain-HTTP endpoint (etcd 2381,
+	// kube-proxy 10249) leaves loopback in bindAddress mode.
+	// +optional
+	AllowInsecure bool `json:"allowInsecure,omitempty"`
+	// AllowControlPlaneRollout lets the controller change the
+	// KubeadmControlPlane, which replaces every control-plane machine (the
+	// custom resource only; the CLI asks with --allow-control-plane-rollout).
+	// +optional
+	AllowControlPlaneRollout bool `json:"allowControlPlaneRollout,omitempty"`
+}
+
+// ClusterRef names the Cluster a MetricsConfig belongs to.
+type ClusterRef struct {
+	// +kubebuilder:validation:Enum=Cluster
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// Exposure is how loopback-only components are made reachable.
+// +kubebuilder:validation:Enum=proxy;bindAddress
+type Exposure string
+
+// The exposure modes.
+const (
+	ExposureProxy       Exposure = "proxy"
+	ExposureBindAddress Exposure = "bindAddress"
+)
+
+// ScraperKind is the RBAC subject kind of a scraper identity.
+// +kubebuilder:validation:Enum=ServiceAccount;User;Group
+type ScraperKind string
+
+// The scraper kinds.
+const (
+	ScraperServiceAccount ScraperKind = "ServiceAccount"
+	ScraperUser           ScraperKind = "User"
+	ScraperGroup          ScraperKind = "Group"
+)
+
+// Scraper is an identity that is allowed to read metrics.
+//
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? has(self.namespace) && self.namespace != ” : !has(self.namespace) || self.namespace == ”",message="namespace is required for a ServiceAccount and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['system:anonymous', 'system:unauthenticated', 'system:authenticated', 'system:serviceaccounts']) && !self.name.startsWith('system:serviceaccounts:')",message="this name stands for everybody: binding it would serve metrics to all"
+type Scraper struct {
+	Kind ScraperKind `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Toggle switches one component on or off; nil means the default (on).
+type Toggle struct {
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// On reports whether the component is enabled (default true).
+func (t Toggle) On() bool { return t.Enabled == nil || *t.Enabled }
+
+// EtcdMetricsLevel is etcd's --metrics value.
+// +kubebuilder:validation:Enum=basic;extensive
+type EtcdMetricsLevel string
+
+// The etcd metrics levels.
+const (
+	EtcdMetricsBasic     EtcdMetricsLevel = "basic"
+	EtcdMetricsExtensive EtcdMetricsLevel = "extensive"
+)
+
+// Etcd is the stacked etcd component.
+type Etcd struct {
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// +optional
+	MetricsLevel EtcdMetricsLevel `json:"metricsLevel,omitempty"`
+}
+
+// On reports whether etcd metrics are enabled (default true).
+func (e Etcd) On() bool { return e.Enabled == nil || *e.Enabled }
+
+// Components lists the cluster components; each defaults to enabled.
+type Components struct {
+	// +optional
+	KubeAPIServer Toggle `json:"kubeAPIServer,omitempty"`
+	// +optional
+	KubeControllerManager Toggle `json:"kubeControllerManager,omitempty"`
+	// +optional
+	KubeScheduler Toggle `json:"kubeScheduler,omitempty"`
+	// +optional
+	Etcd Etcd `json:"etcd,omitempty"`
+	// +optional
+	KubeProxy Toggle `json:"kubeProxy,omitempty"`
+	// +optional
+	Kubelet Toggle `json:"kubelet,omitempty"`
+}
+
+// ManagementComponents covers the controllers of a management cluster.
+type ManagementComponents struct {
+	// Enabled defaults to true on a management cluster.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Exclude lists Deployments (namespace/name) to leave untouched.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// ZPages grants the scrapers /statusz and /flagz; off unless asked.
+type ZPages struct {
+	// +optional
+	Statusz *bool `json:"statusz,omitempty"`
+	// +optional
+	Flagz *bool `json:"flagz,omitempty"`
+}
+
+// TLS holds the serving TLS settings eksa-metrics renders.
+type TLS struct {
+	// +optional
+	// +kubebuilder:validation:Enum=VersionTLS12;VersionTLS13
+	MinVersion string `json:"minVersion,omitempty"`
+}
+
+// TLS versions accepted in tls.minVersion.
+const (
+	TLS12 = "VersionTLS12"
+	TLS13 = "VersionTLS13"
+)
+
+// ScrapeConfig selects which scrape configuration is rendered, and for which
+// monitoring stack.
+type ScrapeConfig struct {
+	// Stack is the monitoring stack that scrapes the cluster; it decides what
+	// is rendered so that it plugs in.
+	// +optional
+	Stack Stack `json:"stack,omitempty"`
+	// Release is the Helm release of kube-prometheus-stack, or the name of the
+	// EKS Anywhere prometheus Package.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Release string `json:"release,omitempty"`
+	// +optional
+	ServiceMonitors *bool `json:"serviceMonitors,omitempty"`
+	// +optional
+	Prometheus *bool `json:"prometheus,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// Labels are added to every ServiceMonitor.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// DropHighCardinality drops the high-cardinality series that
+	// kube-prometheus-stack drops (default true).
+	// +optional
+	DropHighCardinality *bool `json:"dropHighCardinality,omitempty"`
+}
+
+// Stack is a monitoring stack profile.
+// +kubebuilder:validation:Enum="";kube-prometheus-stack;kube-prometheus;eks-anywhere;prometheus
+type Stack string
+
+// The monitoring stacks eksa-metrics renders for.
+const (
+	// StackGeneric (the default) renders ServiceMonitors and a plain
+	// scrape file for every component.
+	StackGeneric             Stack = ""
+	StackKubePrometheusStack Stack = "kube-prometheus-stack"
+	StackKubePrometheus      Stack = "kube-prometheus"
+	StackEKSAnywhere         Stack = "eks-anywhere"
+	StackPrometheus          Stack = "prometheus"
+	// DefaultEKSAPackageRelease is the Package name eksctl anywhere generates.
+	DefaultEKSAPackageRelease = "generated-prometheus"
+)
+
+// Stacks lists the stack names accepted in scrapeConfig.stack.
+var Stacks = []Stack{StackKubePrometheusStack, StackKubePrometheus, StackEKSAnywhere, StackPrometheus}
+
+// Images overrides the proxy images.
+type Images struct {
+	// +optional
+	KubeRBACProxy string `json:"kubeRBACProxy,omitempty"`
+	// +optional
+	HAProxy string `json:"haproxy,omitempty"`
+}
+
+// MetricsConfigStatus is what the controller observed and did, per cluster.
+type MetricsConfigStatus struct {
+	// ObservedGeneration is the generation of the spec last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// SelectedClusters counts the Clusters the spec selects.
+	// +optional
+	SelectedClusters int32 `json:"selectedClusters,omitempty"`
+	// ReadyClusters counts the Clusters whose objects are applied.
+	// +optional
+	ReadyClusters int32 `json:"readyClusters,omitempty"`
+	// Conditions summarise all clusters (Ready).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Clusters is the state of each selected Cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+}
+
+// ClusterStatus is the state of one selected Cluster.
+type ClusterStatus struct {
+	// Name of the EKS Anywhere Cluster (in the MetricsConfig's namespace).
+	Name string `json:"name"`
+	// ObservedGeneration is the MetricsConfig generation this state is for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions: Rendered, Applied, Verified.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// RolledOut lists what the last apply restarted or rolled out.
+	// +optional
+	// +listType=atomic
+	RolledOut []string `json:"rolledOut,omitempty"`
+	// LastError is the last error, empty after a success.
+	// +optional
+	LastError string `json:"lastError,omitempty"`
+}
+
+// The condition types of a ClusterStatus, and the summary condition.
+const (
+	ConditionRendered = "Rendered"
+	ConditionApplied  = "Applied"
+	ConditionVerified = "Verified"
+	ConditionReady    = "Ready"
+)

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+)
+
+// Plan compares a render with the live clusters: one step per object (create,
+// update, unchanged, edit, skip), and a prune step for every object
+// eksa-metrics created for this cluster that the render no longer holds.
+func Plan(ctx context.Context, cl *Clusters, r *render.Result) ([]*cluster.Step, error) {
+	return applier(cl, r).Plan(ctx)
+}
+
+func applier(cl *Clusters, r *render.Result) *cluster.Applier {
+	return &cluster.Applier{Management: cl.Management, Workload: cl.Workload, Result: r}
+}
+
+// RollsControlPlane reports whether a plan changes the KubeadmControlPlane,
+// which replaces every control-plane machine.
+func RollsControlPlane(steps []*cluster.Step) bool {
+	for _, s := range steps {
+		if s.RollsControlPlane {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplyOptions control Apply.
+type ApplyOptions struct {
+	// DryRun sends every request with dryRun=All.
+	DryRun bool
+	// ForceConflicts takes over fields other field managers own.
+	ForceConflicts bool
+	// AllowRollout is the control-plane rollout gate: a plan that replaces
+	// control-plane machines goes ahead only when it returns true. nil
+	// refuses. A server dry run replaces nothing and needs no gate.
+	AllowRollout func(steps []*cluster.Step) (bool, error)
+	// Report receives an event per object written.
+	Report cluster.Reporter
+}
+
+// RolloutRefusedError is a plan that replaces control-plane machines, which
+// the gate did not allow; nothing was changed.
+type RolloutRefusedError struct{ Cluster string }
+
+func (e *RolloutRefusedError) Error() string {
+	return fmt.Sprintf("the plan changes KubeadmControlPlane eksa-system/%s, which replaces every control-plane machine; nothing was changed", e.Cluster)
+}
+
+// Apply executes a plan (from Plan) behind the rollout gate.
+func Apply(ctx context.Context, cl *Clusters, r *render.Result, steps []*cluster.Step, opts ApplyOptions) error {
+	if RollsControlPlane(steps) && !opts.DryRun {
+		ok := false
+		if opts.AllowRollout != nil {
+			var err error
+			if ok, err = opts.AllowRollout(steps); err != nil {
+				return err
+			}
+		}
+		if !ok {
+			return &RolloutRefusedError{Cluster: r.Config.ClusterName}
+		}
+	}
+	return applier(cl, r).Execute(ctx, steps, cluster.ExecuteOptions{DryRun: opts.DryRun, ForceConflicts: opts.ForceConflicts, Report: opts.Report})
+}
+
+// Wait blocks until what the plan changed is ready (DaemonSets first, then
+// the control-plane rollout), reporting status changes. A reconciler calls
+// cluster.Ready on the steps' Awaited objects instead.
+func Wait(ctx context.Context, cl *Clusters, r *render.Result, steps []*cluster.Step, timeout, interval time.Duration, report cluster.Reporter) error {
+	return applier(cl, r).Wait(ctx, steps, timeout, interval, report)
+}

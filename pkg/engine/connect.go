@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+)
+
+// ClusterSource says how to reach the management cluster and, for a workload
+// cluster, the workload cluster.
+type ClusterSource struct {
+	// Kubeconfig of the management cluster; empty: $KUBECONFIG, else
+	// ~/.kube/config, as kubectl reads them.
+	Kubeconfig string
+	Context    string
+	// WorkloadKubeconfig overrides the kubeconfig EKS-A keeps in the
+	// management cluster (Secret eksa-system/<cluster>-kubeconfig).
+	WorkloadKubeconfig string
+	// WrapTransport wraps every request to both clusters (request logs, tests).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// Clusters are the two clusters of a render: the KubeadmControlPlane and the
+// management components live in Management, the rest in Workload (the same
+// cluster for a management cluster).
+type Clusters struct {
+	Management *cluster.Cluster
+	Workload   *cluster.Cluster
+}
+
+// Connect reaches the management cluster and the workload cluster of the
+// Cluster called name: the same one for a management cluster, else
+// WorkloadKubeconfig, else the kubeconfig EKS-A keeps in the management
+// cluster.
+func Connect(ctx context.Context, src ClusterSource, name string, management bool) (*Clusters, error) {
+	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: src.Kubeconfig, Context: src.Context, WrapTransport: src.WrapTransport})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case src.WorkloadKubeconfig != "":
+		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: src.WorkloadKubeconfig, WrapTransport: src.WrapTransport})
+		return &Clusters{mgmt, workload}, err
+	case !management:
+		workload, err := WorkloadOf(ctx, mgmt, name, src.WrapTransport)
+		return &Clusters{mgmt, workload}, err
+	}
+	return &Clusters{mgmt, mgmt}, nil
+}
+
+// WorkloadOf reaches a workload cluster through the kubeconfig EKS-A keeps
+// for it in its management cluster.
+func WorkloadOf(ctx context.Context, mgmt *cluster.Cluster, name string, wrap func(http.RoundTripper) http.RoundTripper) (*cluster.Cluster, error) {
+	data, err := mgmt.WorkloadKubeconfig(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
+	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: wrap})
+}
