@@ -23,7 +23,7 @@ const (
 	// Cluster it was rendered for: with ManagedByLabel, the inventory that
 	// apply prunes.
 	ClusterLabel = "metrics.anywhere.eks.amazonaws.com/cluster"
-	NameLabel      = "app.kubernetes.io/name"
+	NameLabel    = "app.kubernetes.io/name"
 	// InsecureSkipVerifyAnnotation explains, on a scrape object, why it does
 	// not verify the target's certificate.
 	InsecureSkipVerifyAnnotation = "eksa-metrics/insecure-skip-verify"
