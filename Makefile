@@ -7,6 +7,9 @@ GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/eksa-metrics/eksa-metrics/internal/cli.Version=$(VERSION)
 UNIT_PKGS = ./cmd/... ./internal/... ./pkg/...
+# The packages with golden files (their tests named *Golden*; testutil.Golden's -update flag).
+GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 FUZZTIME ?= 30s
 
 .PHONY: help
@@ -56,11 +59,16 @@ lint: ## gofmt and go vet
 .PHONY: verify
 verify: lint ## lint, go.mod tidy, and golden files up to date
 	$(GO) mod tidy && git diff --exit-code go.mod go.sum
-	$(GO) test -count=1 -run Golden $(UNIT_PKGS)
+	$(GO) test -count=1 -run Golden $(GOLDEN_PKGS)
+	$(MAKE) generate && git diff --exit-code pkg/apis config
 
 .PHONY: update-golden
 update-golden: ## Rewrite golden files from the current renderer
-	$(GO) test -count=1 -run Golden $(UNIT_PKGS) -args -update
+	$(GO) test -count=1 -run Golden $(GOLDEN_PKGS) -args -update
+
+.PHONY: generate
+generate: ## Regenerate the API types' DeepCopy and the MetricsConfig CRD (controller-gen, pinned)
+	$(CONTROLLER_GEN) object paths=./pkg/apis/...
 
 .PHONY: clean
 clean: ## Remove bin/ (the build cache in ~/.cache/eksa-metrics stays)

@@ -70,7 +70,7 @@ A change that rolls control-plane machines needs --allow-control-plane-rollout
 	fl.BoolVar(&o.ForceConflicts, "force-conflicts", false, "take over fields that other field managers own")
 	fl.BoolVar(&o.Wait, "wait", false, "wait for changed DaemonSets and a KubeadmControlPlane rollout")
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "how long --wait waits")
-	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion")
+	bindCAPIFlag(fl, &o.CAPIAPIVersion)
 	return cmd
 }
 
@@ -232,3 +232,28 @@ func describe(e cluster.Event) string {
 	}
 	return fmt.Sprintf("%s %s in the %s", e.Object, e.Action, e.Cluster)
 }
+
+// bindCAPIFlag binds --capi-api-version, checked where it is parsed, for
+// every command that renders.
+func bindCAPIFlag(fl *pflag.FlagSet, p *string) {
+	fl.Var(capiVersion{p}, "capi-api-version", "KubeadmControlPlane API version when the spec has no eksaVersion: v1beta1 (EKS-A <= v0.24) or v1beta2 (default)")
+}
+
+type capiVersion struct{ p *string }
+
+func (v capiVersion) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v capiVersion) Set(s string) error {
+	if s != spec.CAPIv1beta1 && s != spec.CAPIv1beta2 {
+		return fmt.Errorf("%q is not one of v1beta1, v1beta2", s)
+	}
+	*v.p = s
+	return nil
+}
+
+func (v capiVersion) Type() string { return "string" }

@@ -52,7 +52,7 @@ configuration. Data goes to stdout (or --output-dir); warnings to stderr.`,
 	fl.StringVar(&o.OutputDir, "output-dir", "", "directory for -o kustomize")
 	fl.BoolVar(&o.Force, "force", false, "replace a non-empty --output-dir that eksa-metrics wrote before (never one holding other files)")
 	fl.BoolVar(&o.Prune, "prune", false, "in a fleet, remove the directories eksa-metrics wrote for clusters no input defines any more")
-	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion: v1beta1 (EKS-A <= v0.24) or v1beta2 (default)")
+	bindCAPIFlag(fl, &o.CAPIAPIVersion)
 	return cmd
 }
 
@@ -75,11 +75,6 @@ func (o *GenerateOptions) Validate() error {
 		}
 	default:
 		return usageErrorf("-o %q is not one of yaml, json, kustomize", o.Output)
-	}
-	switch o.CAPIAPIVersion {
-	case "", spec.CAPIv1beta1, spec.CAPIv1beta2:
-	default:
-		return usageErrorf("--capi-api-version %q is not one of v1beta1, v1beta2", o.CAPIAPIVersion)
 	}
 	return nil
 }

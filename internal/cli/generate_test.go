@@ -112,14 +112,17 @@ func TestGenerateMissingFile(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"no filename":           {"generate"},
-		"bad output":            {"generate", "-f", "x.yaml", "-o", "xml"},
-		"kustomize without dir": {"generate", "-f", "x.yaml", "-o", "kustomize"},
-		"dir without kustomize": {"generate", "-f", "x.yaml", "--output-dir", "d"},
-		"bad capi version":      {"generate", "-f", "x.yaml", "--capi-api-version", "v1alpha4"},
-		"unknown flag":          {"generate", "--frobnicate"},
-		"unknown command":       {"frobnicate"},
-		"extra argument":        {"generate", "-f", "x.yaml", "extra"},
+		"no filename":                   {"generate"},
+		"bad output":                    {"generate", "-f", "x.yaml", "-o", "xml"},
+		"kustomize without dir":         {"generate", "-f", "x.yaml", "-o", "kustomize"},
+		"dir without kustomize":         {"generate", "-f", "x.yaml", "--output-dir", "d"},
+		"bad capi version":              {"generate", "-f", "x.yaml", "--capi-api-version", "v1alpha4"},
+		"bad capi version for validate": {"validate", "-f", "x.yaml", "--capi-api-version", "v9"},
+		"bad capi version for apply":    {"apply", "-f", "x.yaml", "--capi-api-version", "v9"},
+		"bad capi version for verify":   {"verify", "-f", "x.yaml", "--capi-api-version", "v9"},
+		"unknown flag":                  {"generate", "--frobnicate"},
+		"unknown command":               {"frobnicate"},
+		"extra argument":                {"generate", "-f", "x.yaml", "extra"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := run(t, "", args...)

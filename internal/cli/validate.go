@@ -63,7 +63,7 @@ fails, 1 when a check could not run.`,
 	fl.StringVarP(&o.Output, "output", "o", "text", "text, json or junit")
 	fl.StringSliceVar(&o.Skip, "skip", nil, "checks to skip, by name (repeatable)")
 	fl.BoolVar(&o.Strict, "strict", false, "fail on warnings too")
-	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion")
+	bindCAPIFlag(fl, &o.CAPIAPIVersion)
 	return cmd
 }
 

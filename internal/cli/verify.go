@@ -68,7 +68,7 @@ Temporary ServiceAccounts verify creates are deleted, also on Ctrl-C.`,
 	fl.StringVarP(&o.Output, "output", "o", "table", "table or json")
 	fl.IntVar(&o.Concurrency, "concurrency", 16, "targets checked at once")
 	fl.DurationVar(&o.Timeout, "timeout", 10*time.Second, "time allowed for each target")
-	fl.StringVar(&o.CAPIAPIVersion, "capi-api-version", "", "KubeadmControlPlane API version when the spec has no eksaVersion")
+	bindCAPIFlag(fl, &o.CAPIAPIVersion)
 	return cmd
 }
 

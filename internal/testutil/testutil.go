@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -57,3 +58,25 @@ func SharedFixtures(t testing.TB) string {
 	}
 	return dir
 }
+
+// WithMetrics reads a shared EKS-A cluster spec and appends a MetricsConfig
+// document for its Cluster (the fixtures name it test or eksa-unit-test);
+// body is the MetricsConfig spec, its lines indented by two spaces.
+func WithMetrics(t testing.TB, specPath, body string) string {
+	t.Helper()
+	raw, err := os.ReadFile(specPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "test"
+	if strings.Contains(string(raw), "name: eksa-unit-test") {
+		name = "eksa-unit-test"
+	}
+	return strings.TrimRight(string(raw), "\n") + "\n---\napiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1\nkind: MetricsConfig\nmetadata: {name: " + name + "}\nspec:\n" + body
+}
+
+// KubeVersions are the Kubernetes versions of the test bed, newest first:
+// hack/testbed.sh builds them (TestKubeVersionsMatchTheTestBed keeps the two
+// lists equal), the integration tests use the first, the end-to-end tests
+// both.
+var KubeVersions = []string{"v1.36.3", "v1.34.4"}

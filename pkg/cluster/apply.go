@@ -27,7 +27,7 @@ type Applier struct {
 	Result     *render.Result
 }
 
-func (a *Applier) clusterFor(t render.Target) *Cluster {
+func (a *Applier) clusterFor(t render.Destination) *Cluster {
 	if t == render.Management {
 		return a.Management
 	}
@@ -38,7 +38,7 @@ func (a *Applier) clusterFor(t render.Target) *Cluster {
 func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 	var steps []*Step
 	for _, o := range a.Result.Objects {
-		s, err := a.clusterFor(o.Target).PlanObject(ctx, o.Object)
+		s, err := a.clusterFor(o.Destination).PlanObject(ctx, o.Object)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +72,7 @@ func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 	for _, c := range a.clusters() {
 		var objs []render.Object
 		for _, o := range a.Result.Objects {
-			if a.clusterFor(o.Target) == c {
+			if a.clusterFor(o.Destination) == c {
 				objs = append(objs, o)
 			}
 		}

@@ -10,14 +10,6 @@ type Event struct {
 	Message string
 }
 
-func (e Event) String() string {
-	s := e.Object + " " + e.Action + " in the " + e.Cluster
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
-
 // Reporter receives events; nil discards them.
 type Reporter func(Event)
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,10 +51,7 @@ type Step struct {
 // Name is "Kind namespace/name".
 func (s *Step) Name() string {
 	u := unstructured.Unstructured{Object: s.Object}
-	if ns := u.GetNamespace(); ns != "" {
-		return fmt.Sprintf("%s %s/%s", u.GetKind(), ns, u.GetName())
-	}
-	return fmt.Sprintf("%s %s", u.GetKind(), u.GetName())
+	return templates.ObjectName(u.GetKind(), u.GetNamespace(), u.GetName())
 }
 
 func (c *Cluster) resource(obj map[string]any) (dynamic.ResourceInterface, *meta.RESTMapping, error) {

@@ -35,7 +35,7 @@ func Parallel(ctx context.Context, n, workers int, fn func(i int)) {
 		}()
 	}
 loop:
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		select {
 		case jobs <- i:
 		case <-ctx.Done():

@@ -7,6 +7,8 @@ package kubeadm
 import (
 	"sort"
 	"strings"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 )
 
 // Component is a control-plane component with extraArgs in the
@@ -20,8 +22,17 @@ const (
 	Etcd              Component = "etcd" // etcd.local
 )
 
-// Components in the order they are rendered.
-var Components = []Component{APIServer, ControllerManager, Scheduler, Etcd}
+// Components are the catalog's components that kubeadm configures in the
+// clusterConfiguration, in rendering order.
+func Components() []Component {
+	var out []Component
+	for _, row := range components.ClusterCatalog {
+		if row.Kubeadm != "" {
+			out = append(out, Component(row.Kubeadm))
+		}
+	}
+	return out
+}
 
 // Path is where the component's extraArgs live under spec.kubeadmConfigSpec.clusterConfiguration.
 func (c Component) Path() []string {

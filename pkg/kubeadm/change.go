@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -24,26 +26,25 @@ const (
 // Kubeconfig of each component whose port bindAddress opens.
 var Kubeconfig = map[Component]string{ControllerManager: ControllerManagerKubeconfig, Scheduler: SchedulerKubeconfig}
 
-// SecurePortComponents serve TLS with delegated authentication on a
-// loopback-only port (10257, 10259).
-var SecurePortComponents = []Component{ControllerManager, Scheduler}
-
-// ZPageComponents serve /statusz and /flagz behind gates on 1.33 to 1.35.
-var ZPageComponents = []Component{APIServer, ControllerManager, Scheduler}
-
-// Enabled reports whether the configuration turns a component on.
-func Enabled(c *spec.Config, comp Component) bool {
-	switch comp {
-	case APIServer:
-		return c.APIServer
-	case ControllerManager:
-		return c.ControllerManager
-	case Scheduler:
-		return c.Scheduler
-	case Etcd:
-		return c.Etcd
+// enabled are the kubeadm blocks of the enabled catalog rows that satisfy keep.
+func enabled(c *spec.Config, keep func(components.Cluster) bool) []Component {
+	var out []Component
+	for _, row := range components.Where(c, keep) {
+		if row.Kubeadm != "" {
+			out = append(out, Component(row.Kubeadm))
+		}
 	}
-	return false
+	return out
+}
+
+// securePort: TLS with delegated authentication on a loopback-only port
+// (what proxy mode passes through, and bindAddress opens).
+func securePort(row components.Cluster) bool { return row.Proxy == components.HAProxyPassThrough }
+
+// ZPageComponents are the enabled components kubeadm configures that serve
+// /statusz and /flagz (behind gates on 1.33 to 1.35).
+func ZPageComponents(c *spec.Config) []Component {
+	return enabled(c, func(row components.Cluster) bool { return row.ZPages })
 }
 
 // Z-page feature gates (1.33 to 1.35; on by default from 1.36).
@@ -97,10 +98,7 @@ func ChangeFor(c *spec.Config) Change {
 	}
 
 	if c.Exposure == metricsv1alpha1.ExposureBindAddress {
-		for _, comp := range SecurePortComponents {
-			if !Enabled(c, comp) {
-				continue
-			}
+		for _, comp := range enabled(c, securePort) {
 			add(comp, "bind-address", "0.0.0.0", "listen on every node address so Prometheus can reach the secure port")
 			add(comp, "authentication-kubeconfig", Kubeconfig[comp], "keep delegated authentication (TokenReview) on while the port leaves loopback")
 			add(comp, "authorization-kubeconfig", Kubeconfig[comp], "keep delegated authorization (SubjectAccessReview) on while the port leaves loopback")
@@ -111,10 +109,8 @@ func ChangeFor(c *spec.Config) Change {
 		}
 	} else if c.TLSMinVersion != metricsv1alpha1.TLS12 {
 		// HAProxy passes TLS through: the component's own floor is what scrapers see.
-		for _, comp := range SecurePortComponents {
-			if Enabled(c, comp) {
-				add(comp, "tls-min-version", c.TLSMinVersion, "spec.tls.minVersion (TLS passes through the proxy to the component)")
-			}
+		for _, comp := range enabled(c, securePort) {
+			add(comp, "tls-min-version", c.TLSMinVersion, "spec.tls.minVersion (TLS passes through the proxy to the component)")
 		}
 	}
 
@@ -130,10 +126,7 @@ func ChangeFor(c *spec.Config) Change {
 		if c.Flagz {
 			gates[GateFlagz] = true
 		}
-		for _, comp := range ZPageComponents {
-			if !Enabled(c, comp) {
-				continue
-			}
+		for _, comp := range ZPageComponents(c) {
 			existing, merged := defaults[comp].Get(FeatureGates)
 			ch.Items = append(ch.Items, Item{
 				Component: comp,
@@ -154,10 +147,10 @@ func ChangeFor(c *spec.Config) Change {
 }
 
 func componentIndex(c Component) int {
-	for i, x := range Components {
+	for i, x := range Components() {
 		if x == c {
 			return i
 		}
 	}
-	return len(Components)
+	return len(Components())
 }

@@ -3,12 +3,14 @@ package kubeadm_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"go.yaml.in/yaml/v3"
 	kcpv1beta1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta1"
@@ -47,16 +49,8 @@ func renderedKCP(t *testing.T, path string) map[string]any {
 
 func config(t *testing.T, specPath string, exposure metricsv1alpha1.Exposure, capi string) *spec.Config {
 	t.Helper()
-	raw, err := os.ReadFile(specPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "test"
-	if strings.Contains(string(raw), "name: eksa-unit-test") {
-		name = "eksa-unit-test"
-	}
-	metrics := "\n---\napiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1\nkind: MetricsConfig\nmetadata: {name: " + name + "}\nspec:\n  scrapers: [{kind: Group, name: g}]\n  exposure: " + string(exposure) + "\n  allowInsecure: true\n  zPages: {statusz: true, flagz: true}\n  components: {etcd: {metricsLevel: extensive}}\n"
-	f, err := spec.Load("c.yaml", strings.NewReader(string(raw)+metrics))
+	doc := testutil.WithMetrics(t, specPath, "  scrapers: [{kind: Group, name: g}]\n  exposure: "+string(exposure)+"\n  allowInsecure: true\n  zPages: {statusz: true, flagz: true}\n  components: {etcd: {metricsLevel: extensive}}\n")
+	f, err := spec.Load("c.yaml", strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +81,11 @@ func TestMergeIntoEKSARenderedKCP(t *testing.T) {
 				cfg := config(t, filepath.Join(dir, "specs", p.spec+".yaml"), mode, p.capi)
 				change := kubeadm.ChangeFor(cfg)
 				kcp := renderedKCP(t, filepath.Join(dir, "rendered", p.rendered+".yaml"))
-				if err := kubeadm.MergeInto(kcp, change); err != nil {
+				if err := mergeInto(kcp, change); err != nil {
 					t.Fatalf("merge: %v", err)
 				}
 				cc := kcp["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)
-				for _, comp := range kubeadm.Components {
+				for _, comp := range kubeadm.Components() {
 					got := lookup(cc, comp.Path())
 					if got == nil {
 						continue
@@ -184,7 +178,7 @@ func TestMergeFeatureGatesWithEKSAKMSv1(t *testing.T) {
 		CAPIVersion: spec.CAPIv1beta2, EtcdEncryption: true, Exposure: metricsv1alpha1.ExposureProxy, TLSMinVersion: metricsv1alpha1.TLS12,
 		APIServer: true, ControllerManager: true, Scheduler: true, Statusz: true, Flagz: true}
 	change := kubeadm.ChangeFor(cfg)
-	if err := kubeadm.MergeInto(kcp, change); err != nil {
+	if err := mergeInto(kcp, change); err != nil {
 		t.Fatal(err)
 	}
 	var gates []string
@@ -203,7 +197,7 @@ func TestMergeIntoRefusesEtcdArgsWithExternalEtcd(t *testing.T) {
 	kcp := map[string]any{"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "spec": map[string]any{"kubeadmConfigSpec": map[string]any{
 		"clusterConfiguration": map[string]any{"etcd": map[string]any{"external": map[string]any{"endpoints": []any{"https://x:2379"}}}}}}}
 	ch := kubeadm.Change{APIVersion: spec.CAPIv1beta2, Items: []kubeadm.Item{{Component: kubeadm.Etcd, Arg: kubeadm.Arg{Name: "metrics", Value: "extensive"}}}}
-	if err := kubeadm.MergeInto(kcp, ch); err == nil {
+	if err := mergeInto(kcp, ch); err == nil {
 		t.Fatal("want an error for etcd args with external etcd")
 	}
 }
@@ -213,7 +207,85 @@ func TestMergeIntoRefusesDuplicateNames(t *testing.T) {
 		"clusterConfiguration": map[string]any{"scheduler": map[string]any{"extraArgs": []any{
 			map[string]any{"name": "profiling", "value": "false"}, map[string]any{"name": "profiling", "value": "true"}}}}}}}
 	ch := kubeadm.Change{APIVersion: spec.CAPIv1beta2, Items: []kubeadm.Item{{Component: kubeadm.Scheduler, Arg: kubeadm.Arg{Name: "bind-address", Value: "0.0.0.0"}}}}
-	if err := kubeadm.MergeInto(kcp, ch); err == nil || !strings.Contains(err.Error(), `"profiling" appears twice`) {
+	if err := mergeInto(kcp, ch); err == nil || !strings.Contains(err.Error(), `"profiling" appears twice`) {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// mergeInto applies the whole change, merged items included, to a complete
+// KubeadmControlPlane object (as EKS-A renders it, decoded into maps): the
+// configuration the components should end up with. (The test's model of
+// what kubeadm then runs.)
+func mergeInto(kcp map[string]any, c kubeadm.Change) error {
+	apiVersion, _ := kcp["apiVersion"].(string)
+	version := spec.CAPIv1beta2
+	if apiVersion == kubeadm.Group+"/"+spec.CAPIv1beta1 || apiVersion == "" && c.APIVersion == spec.CAPIv1beta1 {
+		version = spec.CAPIv1beta1
+	}
+	spc, _ := kcp["spec"].(map[string]any)
+	if spc == nil {
+		return fmt.Errorf("KubeadmControlPlane has no spec")
+	}
+	kcs, _ := spc["kubeadmConfigSpec"].(map[string]any)
+	if kcs == nil {
+		return fmt.Errorf("KubeadmControlPlane has no spec.kubeadmConfigSpec")
+	}
+	cc, _ := kcs["clusterConfiguration"].(map[string]any)
+	if cc == nil {
+		cc = map[string]any{}
+		kcs["clusterConfiguration"] = cc
+	}
+	for _, comp := range kubeadm.Components() {
+		ours := c.Args(comp)
+		if len(ours) == 0 {
+			continue
+		}
+		if comp == kubeadm.Etcd {
+			if etcd, _ := cc["etcd"].(map[string]any); etcd != nil && etcd["external"] != nil {
+				return fmt.Errorf("KubeadmControlPlane uses external etcd; etcd extraArgs must not be set")
+			}
+		}
+		live, _, _ := unstructured.NestedFieldNoCopy(cc, comp.Path()...)
+		existing, err := decodeArgs(live)
+		if err != nil {
+			return fmt.Errorf("clusterConfiguration.%s: %w", strings.Join(comp.Path(), "."), err)
+		}
+		for _, a := range ours {
+			existing = existing.Set(a.Name, a.Value)
+		}
+		if err := unstructured.SetNestedField(cc, existing.Encode(version), comp.Path()...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeArgs reads extraArgs in either shape. A duplicate name in a list is an
+// error: the API server would refuse it.
+func decodeArgs(v any) (kubeadm.Args, error) {
+	var out kubeadm.Args
+	switch x := v.(type) {
+	case nil:
+	case map[string]any:
+		for k, val := range x {
+			out = out.Set(k, fmt.Sprint(val))
+		}
+	case []any:
+		seen := map[string]bool{}
+		for i, item := range x {
+			m, ok := item.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("item %d is not a {name, value} mapping", i)
+			}
+			name, _ := m["name"].(string)
+			if seen[name] {
+				return nil, fmt.Errorf("name %q appears twice", name)
+			}
+			seen[name] = true
+			out = append(out, kubeadm.Arg{Name: name, Value: fmt.Sprint(m["value"])})
+		}
+	default:
+		return nil, fmt.Errorf("extraArgs is neither a map (v1beta1) nor a list (v1beta2)")
+	}
+	return out, nil
 }

@@ -64,11 +64,11 @@ func TestKustomizeBuildsToTheSameObjects(t *testing.T) {
 			}
 			want := map[string]map[string]any{}
 			for _, o := range r.Objects {
-				want[string(o.Target)+"|"+o.String()] = normalize(t, o.Object)
+				want[string(o.Destination)+"|"+o.String()] = normalize(t, o.Object)
 			}
 			got := map[string]map[string]any{}
 			k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-			for _, target := range render.Targets {
+			for _, target := range render.Destinations {
 				resMap, err := k.Run(fs, path.Join("/out", string(target)))
 				if err != nil {
 					t.Fatalf("kustomize build %s/: %v", target, err)
@@ -78,7 +78,7 @@ func TestKustomizeBuildsToTheSameObjects(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					o := render.Object{Target: target, Object: m}
+					o := render.Object{Destination: target, Object: m}
 					got[string(target)+"|"+o.String()] = normalize(t, m)
 				}
 			}

@@ -30,7 +30,7 @@ func WriteYAML(w io.Writer, r *render.Result) error {
 		if i > 0 {
 			buf.WriteString("---\n")
 		}
-		fmt.Fprintf(&buf, "# eksa-metrics: %s\n", targetNote(o.Target))
+		fmt.Fprintf(&buf, "# eksa-metrics: %s\n", targetNote(o.Destination))
 		b, err := marshal(o.Object)
 		if err != nil {
 			return fmt.Errorf("encoding %s: %w", o, err)
@@ -41,7 +41,7 @@ func WriteYAML(w io.Writer, r *render.Result) error {
 	return err
 }
 
-func targetNote(t render.Target) string {
+func targetNote(t render.Destination) string {
 	switch t {
 	case render.Management:
 		return "apply to the management cluster"
@@ -76,7 +76,7 @@ func Files(r *render.Result) (map[string][]byte, error) {
 	for name, content := range r.Files {
 		files[string(render.Prometheus)+"/"+name] = content
 	}
-	for _, t := range render.Targets {
+	for _, t := range render.Destinations {
 		var resources []string
 		kust := map[string]any{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
 		for _, o := range r.ObjectsFor(t) {

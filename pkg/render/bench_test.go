@@ -81,7 +81,7 @@ func BenchmarkKustomizeBuild(b *testing.B) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		for _, t := range render.Targets {
+		for _, t := range render.Destinations {
 			if _, err := k.Run(fs, path.Join("/out", string(t))); err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 )
@@ -65,7 +66,7 @@ func (r *Result) PlanMarkdown() string {
 		b.WriteString("\n")
 	}
 
-	for _, t := range Targets {
+	for _, t := range Destinations {
 		objs := r.ObjectsFor(t)
 		if len(objs) == 0 {
 			continue
@@ -113,11 +114,7 @@ func (r *Result) PlanMarkdown() string {
 func scraperList(scrapers []metricsv1alpha1.Scraper) string {
 	out := make([]string, len(scrapers))
 	for i, s := range scrapers {
-		if s.Namespace != "" {
-			out[i] = fmt.Sprintf("%s %s/%s", s.Kind, s.Namespace, s.Name)
-		} else {
-			out[i] = fmt.Sprintf("%s %s", s.Kind, s.Name)
-		}
+		out[i] = templates.ObjectName(string(s.Kind), s.Namespace, s.Name)
 	}
 	return strings.Join(out, ", ")
 }

@@ -14,26 +14,26 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
-// Target is where a rendered object is applied.
-type Target string
+// Destination is the cluster a rendered object is applied to.
+type Destination string
 
 const (
 	// Management is the management cluster (the KubeadmControlPlane, and the
 	// management components).
-	Management Target = "management"
+	Management Destination = "management"
 	// Workload is the cluster whose components are scraped.
-	Workload Target = "workload"
+	Workload Destination = "workload"
 	// Prometheus holds the scrape configuration (in the workload cluster).
-	Prometheus Target = "prometheus"
+	Prometheus Destination = "prometheus"
 )
 
-// Targets in output order.
-var Targets = []Target{Management, Workload, Prometheus}
+// Destinations in output order.
+var Destinations = []Destination{Management, Workload, Prometheus}
 
 // Object is one rendered object and where it goes.
 type Object struct {
-	Target Target
-	Object templates.Object
+	Destination Destination
+	Object      templates.Object
 }
 
 // Kind, Namespace and Name of the object.
@@ -54,12 +54,7 @@ func (o Object) Name() string {
 }
 
 // String is "Kind namespace/name".
-func (o Object) String() string {
-	if ns := o.Namespace(); ns != "" {
-		return fmt.Sprintf("%s %s/%s", o.Kind(), ns, o.Name())
-	}
-	return fmt.Sprintf("%s %s", o.Kind(), o.Name())
-}
+func (o Object) String() string { return templates.ObjectName(o.Kind(), o.Namespace(), o.Name()) }
 
 // Owned reports whether eksa-metrics creates the object and so owns all of
 // it. A KubeadmControlPlane is only changed: EKS Anywhere owns the object,
@@ -158,9 +153,9 @@ func RenderFile(f *spec.File, opts spec.Options) (*Result, error) {
 	return r, nil
 }
 
-func (r *Result) add(t Target, objs ...templates.Object) {
+func (r *Result) add(t Destination, objs ...templates.Object) {
 	for _, o := range objs {
-		r.Objects = append(r.Objects, Object{Target: t, Object: o})
+		r.Objects = append(r.Objects, Object{Destination: t, Object: o})
 	}
 }
 
@@ -171,20 +166,20 @@ var kindOrder = map[string]int{
 	"ServiceMonitor": 11, "PodMonitor": 12, "Package": 13,
 }
 
-func targetIndex(t Target) int {
-	for i, x := range Targets {
+func destinationIndex(t Destination) int {
+	for i, x := range Destinations {
 		if x == t {
 			return i
 		}
 	}
-	return len(Targets)
+	return len(Destinations)
 }
 
 func sortObjects(objs []Object) {
 	sort.SliceStable(objs, func(i, j int) bool {
 		a, b := objs[i], objs[j]
-		if a.Target != b.Target {
-			return targetIndex(a.Target) < targetIndex(b.Target)
+		if a.Destination != b.Destination {
+			return destinationIndex(a.Destination) < destinationIndex(b.Destination)
 		}
 		if ka, kb := kindOrder[a.Kind()], kindOrder[b.Kind()]; ka != kb {
 			return ka < kb
@@ -197,10 +192,10 @@ func sortObjects(objs []Object) {
 }
 
 // ObjectsFor returns the objects of one target.
-func (r *Result) ObjectsFor(t Target) []Object {
+func (r *Result) ObjectsFor(t Destination) []Object {
 	var out []Object
 	for _, o := range r.Objects {
-		if o.Target == t {
+		if o.Destination == t {
 			out = append(out, o)
 		}
 	}

@@ -65,6 +65,3 @@ const (
 
 // ZPages reports whether any z-page is on.
 func (c *Config) ZPages() bool { return c.Statusz || c.Flagz }
-
-// Bottlerocket reports whether the control plane runs Bottlerocket.
-func (c *Config) Bottlerocket() bool { return c.OSFamily == OSBottlerocket }

@@ -69,7 +69,7 @@ spec: {osFamily: Bottlerocket}
 	}
 	c := Default(f.Input(), Options{})
 	if c.Management || c.ManagementComponents || !c.ExternalEtcd || c.Etcd || !c.ExternalEtcdScrape || c.Statusz || c.Flagz ||
-		c.Exposure != metricsv1alpha1.ExposureProxy || c.MonitoringNamespace != "monitoring" || !c.Bottlerocket() || c.Provider != ProviderVSphere ||
+		c.Exposure != metricsv1alpha1.ExposureProxy || c.MonitoringNamespace != "monitoring" || c.OSFamily != OSBottlerocket || c.Provider != ProviderVSphere ||
 		c.Images.KubeRBACProxy != DefaultKubeRBACProxyImage || c.TLSMinVersion != metricsv1alpha1.TLS12 {
 		t.Fatalf("unexpected defaults: %+v", c)
 	}

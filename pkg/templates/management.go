@@ -86,7 +86,9 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 }
 
 // Name is "Deployment namespace/name".
-func (e DeploymentEdit) Name() string { return "Deployment " + e.Component.ID() }
+func (e DeploymentEdit) Name() string {
+	return ObjectName("Deployment", e.Component.Namespace, e.Component.Deployment)
+}
 
 // Apply edits d in place and reports whether anything changed.
 func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {

@@ -73,7 +73,7 @@ func leaves(prefix string, v any, out map[string]string) {
 // The shipped eksa-controller-manager after the change: only the intended
 // fields differ (the manager's args gain --tls-min-version; everything else,
 // its other args included, is kept).
-func TestEKSAControllerManagerEdit(t *testing.T) {
+func TestEKSAControllerManagerEditGolden(t *testing.T) {
 	d := shippedDeployment(t)
 	var edit templates.DeploymentEdit
 	for _, e := range templates.ManagementEdits(mgmtConfig(spec.ProviderVSphere, "v0.26.1")) {

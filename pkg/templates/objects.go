@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -85,36 +84,6 @@ func prune(m map[string]any) {
 			}
 		}
 	}
-}
-
-// Enabled returns the catalog rows of the components the configuration turns
-// on, in catalog order. External etcd counts as enabled only for scrape
-// configuration, which callers handle through Config.ExternalEtcdScrape.
-func Enabled(c *spec.Config) []components.Cluster {
-	on := map[components.ID]bool{
-		components.KubeAPIServer:         c.APIServer,
-		components.KubeControllerManager: c.ControllerManager,
-		components.KubeScheduler:         c.Scheduler,
-		components.Etcd:                  c.Etcd,
-		components.KubeProxy:             c.KubeProxy,
-		components.Kubelet:               c.Kubelet,
-	}
-	var out []components.Cluster
-	for _, row := range components.ClusterCatalog {
-		if on[row.ID] {
-			out = append(out, row)
-		}
-	}
-	return out
-}
-
-func isOn(c *spec.Config, id components.ID) bool {
-	for _, row := range Enabled(c) {
-		if row.ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // ZPagePaths returns /statusz and /flagz as enabled.

@@ -2,6 +2,7 @@ package templates
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
@@ -23,15 +24,31 @@ const NodeIPEnv = "NODE_IP"
 
 const haproxyCfgDir = "/usr/local/etc/haproxy"
 
-// needsProxy reports whether proxy mode renders any proxy.
-func needsProxy(c *spec.Config) bool {
-	return c.Exposure == metricsv1alpha1.ExposureProxy && (c.ControllerManager || c.Scheduler || c.Etcd || c.KubeProxy)
+// proxied are the enabled components proxy mode puts a proxy of a kind in
+// front of (any kind when proxy is "").
+func proxied(c *spec.Config, proxy components.Proxy) []components.Cluster {
+	if c.Exposure != metricsv1alpha1.ExposureProxy {
+		return nil
+	}
+	return components.Where(c, func(row components.Cluster) bool {
+		return row.Proxy != components.NoProxy && (proxy == "" || row.Proxy == proxy)
+	})
 }
+
+// needsProxy reports whether proxy mode renders any proxy.
+func needsProxy(c *spec.Config) bool { return len(proxied(c, "")) > 0 }
 
 // needsRBACProxy reports whether proxy mode runs a kube-rbac-proxy, the only
 // proxy that talks to the API server (TokenReview, SubjectAccessReview).
-func needsRBACProxy(c *spec.Config) bool {
-	return c.Exposure == metricsv1alpha1.ExposureProxy && (c.Etcd || c.KubeProxy)
+func needsRBACProxy(c *spec.Config) bool { return len(proxied(c, components.KubeRBACProxy)) > 0 }
+
+// proxyDaemonSet is the DaemonSet whose pods proxy a component: the
+// control-plane one, or the one on every node.
+func proxyDaemonSet(comp components.Cluster) string {
+	if comp.Placement == components.EveryNode {
+		return NodeDS
+	}
+	return ControlPlaneDS
 }
 
 // apiAccessVolume is the ServiceAccount token, cluster CA and namespace the
@@ -75,11 +92,7 @@ defaults
   timeout client 60s
   timeout server 60s
 `)
-	for _, id := range []components.ID{components.KubeControllerManager, components.KubeScheduler} {
-		if !isOn(c, id) {
-			continue
-		}
-		comp := components.Lookup(id)
+	for _, comp := range proxied(c, components.HAProxyPassThrough) {
 		fmt.Fprintf(&b, "\nfrontend %s\n  bind \"${%s}:%d\"\n  default_backend %s\n", comp.ID, NodeIPEnv, comp.Port, comp.ID)
 		fmt.Fprintf(&b, "\nbackend %s\n  server local 127.0.0.1:%d\n", comp.ID, comp.Port)
 	}
@@ -116,22 +129,19 @@ func Proxies(c *spec.Config) []Object {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: ProxySA, Namespace: SystemNS, Labels: labels(nil)}}
 	out := []Object{toObject("v1", "ServiceAccount", sa)}
 
-	var cpContainers []corev1.Container
-	var volumes []corev1.Volume
-	if c.ControllerManager || c.Scheduler {
+	containers := map[string][]corev1.Container{}
+	volumes := map[string][]corev1.Volume{}
+	if passThrough := proxied(c, components.HAProxyPassThrough); len(passThrough) > 0 {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: ControlPlaneDS, Namespace: SystemNS, Labels: labels(nil)},
 			Data:       map[string]string{HAProxyCfgKey: HAProxyConfig(c)},
 		}
 		out = append(out, toObject("v1", "ConfigMap", cm))
 		var ports []corev1.ContainerPort
-		for _, id := range []components.ID{components.KubeControllerManager, components.KubeScheduler} {
-			if isOn(c, id) {
-				comp := components.Lookup(id)
-				ports = append(ports, corev1.ContainerPort{Name: comp.PortName, ContainerPort: int32(comp.Port), Protocol: corev1.ProtocolTCP})
-			}
+		for _, comp := range passThrough {
+			ports = append(ports, corev1.ContainerPort{Name: comp.PortName, ContainerPort: int32(comp.Port), Protocol: corev1.ProtocolTCP})
 		}
-		cpContainers = append(cpContainers, corev1.Container{
+		containers[ControlPlaneDS] = append(containers[ControlPlaneDS], corev1.Container{
 			Name:            "haproxy",
 			Image:           c.Images.HAProxy,
 			Command:         []string{"haproxy", "-W", "-db", "-f", haproxyCfgDir + "/" + HAProxyCfgKey},
@@ -141,16 +151,19 @@ func Proxies(c *spec.Config) []Object {
 			SecurityContext: hardened(99), // the haproxy image's own user
 			Resources:       smallResources(),
 		})
-		volumes = append(volumes, corev1.Volume{Name: "haproxy-config", VolumeSource: corev1.VolumeSource{
+		volumes[ControlPlaneDS] = append(volumes[ControlPlaneDS], corev1.Volume{Name: "haproxy-config", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ControlPlaneDS}},
 		}})
 	}
-	if c.Etcd {
-		cpContainers = append(cpContainers, rbacProxyContainer(c, components.Lookup(components.Etcd)))
-		volumes = append(volumes, apiAccess())
+	for _, comp := range proxied(c, components.KubeRBACProxy) {
+		ds := proxyDaemonSet(comp)
+		containers[ds] = append(containers[ds], rbacProxyContainer(c, comp))
+		if !slices.ContainsFunc(volumes[ds], func(v corev1.Volume) bool { return v.Name == apiAccessVolume }) {
+			volumes[ds] = append(volumes[ds], apiAccess())
+		}
 	}
-	if len(cpContainers) > 0 {
-		ds := daemonSet(ControlPlaneDS, cpContainers, volumes)
+	if cs := containers[ControlPlaneDS]; len(cs) > 0 {
+		ds := daemonSet(ControlPlaneDS, cs, volumes[ControlPlaneDS])
 		ds.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
 		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{
 			{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
@@ -158,8 +171,8 @@ func Proxies(c *spec.Config) []Object {
 		}
 		out = append(out, toObject("apps/v1", "DaemonSet", ds))
 	}
-	if c.KubeProxy {
-		ds := daemonSet(NodeDS, []corev1.Container{rbacProxyContainer(c, components.Lookup(components.KubeProxy))}, []corev1.Volume{apiAccess()})
+	if cs := containers[NodeDS]; len(cs) > 0 {
+		ds := daemonSet(NodeDS, cs, volumes[NodeDS])
 		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} // every node, like kube-proxy
 		out = append(out, toObject("apps/v1", "DaemonSet", ds))
 	}

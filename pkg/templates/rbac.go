@@ -23,7 +23,7 @@ const AuthDelegator = "system:auth-delegator"
 // the metrics section asks.
 func ReaderRules(c *spec.Config) []rbacv1.PolicyRule {
 	urls := map[string]bool{}
-	for _, comp := range Enabled(c) {
+	for _, comp := range components.Enabled(c) {
 		if comp.ID == components.Kubelet {
 			continue // the kubelet checks nodes/* resources, not URLs
 		}
@@ -55,7 +55,7 @@ func ZPageRules(c *spec.Config) []rbacv1.PolicyRule {
 	}
 	urls := map[string]bool{}
 	kubelet := false
-	for _, comp := range Enabled(c) {
+	for _, comp := range components.Enabled(c) {
 		switch {
 		case !comp.ZPages:
 		case comp.ID == components.Kubelet:

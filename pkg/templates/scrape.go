@@ -51,7 +51,7 @@ type target struct {
 // the chosen monitoring stack already scrapes itself.
 func targets(c *spec.Config) []target {
 	var out []target
-	for _, comp := range Enabled(c) {
+	for _, comp := range components.Enabled(c) {
 		if slices.Contains(profileOf(c).scrapesItself, comp.ID) {
 			continue
 		}
@@ -89,20 +89,13 @@ func targets(c *spec.Config) []target {
 // pods and kube-proxy pods in bindAddress mode.
 func Services(c *spec.Config) []Object {
 	var out []Object
-	for _, comp := range Enabled(c) {
+	for _, comp := range components.Enabled(c) {
 		if comp.ID == components.KubeAPIServer || comp.ID == components.Kubelet {
 			continue // their Services exist already
 		}
-		var selector map[string]string
-		switch {
-		case c.Exposure == metricsv1alpha1.ExposureProxy && comp.ID == components.KubeProxy:
-			selector = map[string]string{NameLabel: NodeDS}
-		case c.Exposure == metricsv1alpha1.ExposureProxy:
-			selector = map[string]string{NameLabel: ControlPlaneDS}
-		case comp.ID == components.KubeProxy:
-			selector = map[string]string{"k8s-app": "kube-proxy"}
-		default:
-			selector = map[string]string{"component": comp.StaticPod, "tier": "control-plane"}
+		selector := comp.PodLabels // bindAddress: the component's own pods
+		if c.Exposure == metricsv1alpha1.ExposureProxy {
+			selector = map[string]string{NameLabel: proxyDaemonSet(comp)}
 		}
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: Prefix + "-" + string(comp.ID), Namespace: SystemNS, Labels: labels(map[string]string{ComponentLabel: string(comp.ID), JobLabel: comp.Job})},

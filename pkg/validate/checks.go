@@ -29,12 +29,10 @@ func Checks() []Check {
 	return []Check{
 		{"spec-loads", "offline", checkSpecLoads},
 		{"eksa-spec-clean", "offline", checkEKSASpecClean},
-		{"kubernetes-version", "offline", checkKubernetesVersion},
 		{"capi-contract", "offline", checkCAPIContract},
 		{"flags-exist", "offline", checkFlagsExist},
 		{"feature-gates", "offline", checkFeatureGates},
 		{"extra-args-unique", "offline", checkExtraArgsUnique},
-		{"bottlerocket", "offline", checkBottlerocket},
 		{"external-etcd", "offline", checkExternalEtcd},
 		{"insecure-endpoints", "offline", checkInsecure},
 		{"cis-bind-address", "offline", checkCIS},
@@ -75,11 +73,6 @@ func checkEKSASpecClean(_ context.Context, in *Input) Result {
 			Remediation: "give eksctl anywhere the cluster.yaml that generate -o kustomize writes, or move the section into a MetricsConfig document"}
 	}
 	return pass("%s (a MetricsConfig document, which eksctl anywhere ignores)", msg)
-}
-
-func checkKubernetesVersion(_ context.Context, in *Input) Result {
-	v := in.Result.Config.KubeVersion
-	return pass("Kubernetes %s is within %s to %s", v, spec.MinKube, spec.MaxKube)
 }
 
 func checkCAPIContract(_ context.Context, in *Input) Result {
@@ -134,12 +127,12 @@ func checkFeatureGates(_ context.Context, in *Input) Result {
 		}
 	}
 	if c.KubeVersion.ZPageGatesNeeded() {
-		for _, comp := range kubeadm.ZPageComponents {
+		for _, comp := range kubeadm.ZPageComponents(c) {
 			for _, g := range []struct {
 				name string
 				on   bool
 			}{{kubeadm.GateStatusz, c.Statusz}, {kubeadm.GateFlagz, c.Flagz}} {
-				if kubeadm.Enabled(c, comp) && g.on && !set[comp][g.name] {
+				if g.on && !set[comp][g.name] {
 					missing = append(missing, fmt.Sprintf("%s: %s", comp, g.name))
 				}
 			}
@@ -159,7 +152,7 @@ func checkExtraArgsUnique(_ context.Context, in *Input) Result {
 	c := in.Result.Config
 	defaults := kubeadm.EKSADefaults(c)
 	var dup []string
-	for _, comp := range kubeadm.Components {
+	for _, comp := range kubeadm.Components() {
 		names := map[string]int{}
 		for _, a := range defaults[comp] {
 			names[a.Name]++
@@ -174,14 +167,6 @@ func checkExtraArgsUnique(_ context.Context, in *Input) Result {
 		return Result{Status: Fail, Message: "extraArgs names would repeat (the v1beta2 CRD refuses duplicates)", Details: dup, Remediation: "report this with the spec"}
 	}
 	return pass("merged with what EKS-A renders for %s, every extraArgs name is unique", c.Provider)
-}
-
-func checkBottlerocket(_ context.Context, in *Input) Result {
-	c := in.Result.Config
-	if !c.Bottlerocket() {
-		return pass("the control plane is not Bottlerocket")
-	}
-	return pass("Bottlerocket: only extraArgs are rendered (no kubeadm patch files, which Bottlerocket does not run); kubeconfig paths are the ones EKS-A mounts")
 }
 
 func checkExternalEtcd(_ context.Context, in *Input) Result {
@@ -335,7 +320,7 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 func index(r *render.Result) map[string]render.Object {
 	m := map[string]render.Object{}
 	for _, o := range r.Objects {
-		m[string(o.Target)+" "+o.String()] = o
+		m[string(o.Destination)+" "+o.String()] = o
 	}
 	return m
 }

@@ -76,13 +76,12 @@ func TestChecks(t *testing.T) {
 		contains    string
 	}{
 		{name: "loads", check: "spec-loads", path: vsphere, want: Pass},
+		{name: "unsupported version", check: "spec-loads", path: docker, edit: replace(`"1.34"`, `"1.27"`), want: Fail, contains: "spec.kubernetesVersion"},
 		{name: "does not load", check: "spec-loads", path: vsphere, edit: replace("exposure: proxy", "exposure: sideways"), want: Fail, contains: "spec.exposure"},
 		{name: "malformed", check: "spec-loads", path: vsphere, edit: replace("scrapers:", "scrapers: ["), want: Fail},
 		{name: "document form", check: "eksa-spec-clean", path: vsphere, want: Pass},
 		{name: "inline form", check: "eksa-spec-clean", path: bottlerocket, want: Warn, contains: "inline"},
 		{name: "section left in", check: "eksa-spec-clean", path: vsphere, mutate: func(in *Input) { in.Result.ClusterYAML = in.File.Raw }, want: Fail},
-		{name: "supported version", check: "kubernetes-version", path: docker, want: Pass},
-		{name: "unsupported version is skipped behind spec-loads", check: "kubernetes-version", path: docker, edit: replace(`"1.34"`, `"1.27"`), want: Skipped},
 		{name: "contract from eksaVersion", check: "capi-contract", path: vsphere, want: Pass},
 		{name: "no eksaVersion", check: "capi-contract", path: vsphere, edit: replace("  eksaVersion: v0.26.1\n", ""), want: Warn},
 		{name: "flag contradicts eksaVersion", check: "spec-loads", path: vsphere, opts: spec.Options{CAPIAPIVersion: spec.CAPIv1beta1}, want: Fail, contains: "--capi-api-version says v1beta1"},
@@ -97,8 +96,6 @@ func TestChecks(t *testing.T) {
 		{name: "gate left out next to EKS-A's", check: "feature-gates", path: bottlerocket, want: Warn, contains: "apiServer: ComponentStatusz"},
 		{name: "unique names", check: "extra-args-unique", path: docker, want: Pass},
 		{name: "name EKS-A renders", check: "extra-args-unique", path: docker, mutate: injectItem(kubeadm.ControllerManager, "profiling", "true"), want: Fail, contains: "--profiling"},
-		{name: "ubuntu", check: "bottlerocket", path: vsphere, want: Pass},
-		{name: "bottlerocket", check: "bottlerocket", path: bottlerocket, want: Pass, contains: "Bottlerocket"},
 		{name: "stacked", check: "external-etcd", path: docker, want: Pass},
 		{name: "external", check: "external-etcd", path: vsphere, edit: replace("  datacenterRef:", "  externalEtcdConfiguration: {count: 3}\n  datacenterRef:"), want: Warn, contains: "2379"},
 		{name: "etcd args with external etcd", check: "external-etcd", path: vsphere, edit: replace("  datacenterRef:", "  externalEtcdConfiguration: {count: 3}\n  datacenterRef:"),

@@ -13,7 +13,6 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
-	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // Node is what verify needs of a Node object.
@@ -51,15 +50,14 @@ func (t Target) String() string {
 func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var out []Target
-	for _, comp := range templates.Enabled(c) {
+	for _, comp := range components.Enabled(c) {
 		z := comp.ZPages && c.Statusz
-		if comp.ID == components.KubeAPIServer {
+		if comp.Placement == components.APIServerEndpoint {
 			out = append(out, Target{Component: comp.ID, Endpoint: apiServer, Paths: comp.Paths, ZPages: z, VerifyWithClusterCA: true})
 			continue
 		}
 		for _, n := range nodes {
-			onControlPlane := comp.ID == components.KubeControllerManager || comp.ID == components.KubeScheduler || comp.ID == components.Etcd
-			if onControlPlane && !n.ControlPlane {
+			if comp.Placement == components.ControlPlaneNodes && !n.ControlPlane {
 				continue
 			}
 			scheme := "https"

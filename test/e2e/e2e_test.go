@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 
 	"github.com/prometheus/common/expfmt"
@@ -34,7 +35,7 @@ import (
 const NodeIP = "127.0.0.2"
 
 // Versions of the test bed (hack/testbed.sh builds both).
-var versions = []string{"v1.36.3", "v1.34.4"}
+var versions = testutil.KubeVersions
 
 const (
 	scraperNS, scraperSA = "monitoring", "prometheus-k8s"
@@ -127,7 +128,7 @@ func runCluster(t *testing.T, version string, mode metricsv1alpha1.Exposure) cou
 	cp.InstallCRDs(t, spec.CAPIv1beta2)
 	var workload []map[string]any
 	for _, o := range r.Objects {
-		if o.Target != render.Management {
+		if o.Destination != render.Management {
 			workload = append(workload, o.Object)
 		}
 	}

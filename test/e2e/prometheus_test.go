@@ -166,7 +166,7 @@ func apply(t *testing.T, c *framework.Cluster, r *render.Result) {
 	t.Helper()
 	var objs []map[string]any
 	for _, o := range r.Objects {
-		if o.Target != render.Management {
+		if o.Destination != render.Management {
 			objs = append(objs, o.Object)
 		}
 	}
@@ -244,7 +244,7 @@ func serviceMonitorJobs(r *render.Result) int {
 // control-plane node, kube-proxy and the kubelet on every node).
 func expected(c *framework.Cluster, r *render.Result, skip ...components.ID) map[string]int {
 	out := map[string]int{}
-	for _, comp := range templates.Enabled(r.Config) {
+	for _, comp := range components.Enabled(r.Config) {
 		if slices.Contains(skip, comp.ID) {
 			continue
 		}

@@ -22,7 +22,8 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
-const kubeVersion = "v1.36.3"
+// kubeVersion is the newest Kubernetes version of the test bed.
+var kubeVersion = testutil.KubeVersions[0]
 
 var kcpGVR = func(v string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "controlplane.cluster.x-k8s.io", Version: v, Resource: "kubeadmcontrolplanes"}
@@ -31,15 +32,7 @@ var kcpGVR = func(v string) schema.GroupVersionResource {
 // renderFixture renders a shared EKS-A spec with a metrics section.
 func renderFixture(t *testing.T, specName, metrics string, opts spec.Options) *render.Result {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testutil.SharedFixtures(t), "specs", specName+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "test"
-	if strings.Contains(string(raw), "name: eksa-unit-test") {
-		name = "eksa-unit-test"
-	}
-	doc := string(raw) + "\n---\napiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1\nkind: MetricsConfig\nmetadata: {name: " + name + "}\nspec:\n" + metrics
+	doc := testutil.WithMetrics(t, filepath.Join(testutil.SharedFixtures(t), "specs", specName+".yaml"), metrics)
 	f, err := spec.Load(specName+".yaml", strings.NewReader(doc))
 	if err != nil {
 		t.Fatal(err)

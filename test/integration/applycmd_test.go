@@ -149,7 +149,7 @@ func TestApplySurvivesEKSAReconcileAndConverges(t *testing.T) {
 				t.Fatalf("z-pages off: exit %d:\n%s", code, stderr)
 			}
 			after := liveKCP(t, cp, tc.capi)
-			for _, comp := range kubeadm.Components {
+			for _, comp := range kubeadm.Components() {
 				if b, a := liveArgs(t, before, comp.Path()), liveArgs(t, after, comp.Path()); !reflect.DeepEqual(b, a) {
 					t.Errorf("%s extraArgs after turning z-pages off: %v, want EKS-A's own %v", comp, a, b)
 				}

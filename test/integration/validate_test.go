@@ -32,11 +32,12 @@ func TestVersionTableMatchesRealBinaries(t *testing.T) {
 		return string(out)
 	}
 	checked := 0
-	for _, version := range []string{"v1.34.4", "v1.36.3"} {
-		minor := 34
-		if version == "v1.36.3" {
-			minor = 36
+	for _, version := range testutil.KubeVersions {
+		kv, err := spec.ParseKubeVersion(version)
+		if err != nil {
+			t.Fatal(err)
 		}
+		minor := kv.Minor
 		for comp, name := range binaries {
 			h := help(framework.Binary(t, filepath.Join("k8s", version, name)))
 			for flag, since := range validate.Flags()[comp] {
@@ -210,9 +211,16 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func TestValidatePrometheusSelectsMonitors(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
-	cp.InstallCRDDir(t, "prometheus-operator-full")
 	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
 	p := writeSpecVersion(t, "docker", zPagesOn, "1.34", "v0.26.1") // scraper monitoring/prometheus-k8s, ServiceMonitors in monitoring
+	_, res, _ := runValidate(t, "-f", p, "--kubeconfig", kubeconfig, "--skip", "drift")
+	if r := res["prometheus-operator-crds"]; r.Status != validate.Fail {
+		t.Fatalf("without prometheus-operator: prometheus-operator-crds %s %q", r.Status, r.Message)
+	}
+	if r := res["prometheus-selects-monitors"]; r.Status != validate.Warn || !strings.Contains(r.Message, "serves no Prometheus API") {
+		t.Fatalf("without prometheus-operator: prometheus-selects-monitors %s %q", r.Status, r.Message)
+	}
+	cp.InstallCRDDir(t, "prometheus-operator-full")
 	prom := func(name, sa string, sel map[string]any) {
 		t.Helper()
 		obj := map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "metadata": map[string]any{"name": name, "namespace": "monitoring"},
