@@ -219,7 +219,7 @@ func TestIdentityStringsAreValidated(t *testing.T) {
 func TestGenerateNamesWhatOnlyApplyDoes(t *testing.T) {
 	ex := filepath.Join(testutil.RepoRoot(), "examples", "vsphere-management.yaml")
 	code, stdout, stderr := run(t, "", "generate", "-f", ex)
-	if code != ExitOK || !strings.Contains(stderr, "cannot be expressed as objects") || !strings.Contains(stdout, "# - Deployment capi-system/capi-controller-manager (management cluster)") {
+	if code != ExitOK || !strings.Contains(stderr, "cannot be expressed as objects") || !strings.Contains(stdout, "# - Deployment eksa-packages/eks-anywhere-packages (management cluster)") {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -1,9 +1,13 @@
 package render
 
 import (
+	"strconv"
+
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -40,14 +44,7 @@ func (r *Result) PlanMarkdown() string {
 		}
 	}
 	for _, e := range r.DeploymentEdits {
-		what := "args " + strings.Join(e.SetArgs, " ")
-		if e.Sidecar != nil {
-			what += "; a kube-rbac-proxy sidecar on :8443 (TLS, TokenReview, SubjectAccessReview, /metrics only)"
-		}
-		if e.Remove != "" {
-			what += "; container " + e.Remove + " removed"
-		}
-		fmt.Fprintf(&b, "- %s (management cluster): %s; its pods restart. Container args are an atomic list, so this is no object here: `eksa-metrics apply` edits the live Deployment (read-modify-write, every other argument kept) and skips it when it is not installed. `eksctl anywhere upgrade management-components` replaces the Deployment: run apply again afterwards.\n", e.Name(), what)
+		fmt.Fprintf(&b, "- %s (management cluster, %s): %s\n", e.Name(), e.Component.Version, describeEdit(e))
 	}
 	if r.KubeProxyEdit != nil {
 		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No Kubernetes object can express an edit inside that string, so it is not in the rendered objects: edit the ConfigMap (`kubectl -n kube-system edit configmap kube-proxy`, change only that field) and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", r.KubeProxyEdit.MetricsBindAddress)
@@ -126,4 +123,30 @@ func sortedFiles(files map[string][]byte) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// describeEdit says what apply does to a management Deployment and whether
+// its pods restart.
+func describeEdit(e templates.DeploymentEdit) string {
+	const how = " Container args are an atomic list, so this is no object here: `eksa-metrics apply` edits the live Deployment (read-modify-write, every other argument and field kept) and skips it when it is not installed. `eksctl anywhere upgrade management-components` replaces the Deployment: run apply again afterwards."
+	args := "`" + strings.Join(e.SetArgs, " ") + "`"
+	switch e.Component.Method {
+	case components.Shipped:
+		s := "serves metrics securely as shipped (Cluster API secure diagnostics on :8443: TLS, TokenReview, SubjectAccessReview)."
+		if e.ChangesShipped() {
+			return s + " apply sets " + args + " on container " + e.Container + "; its pods restart." + how
+		}
+		return s + " apply only checks " + args + " on container " + e.Container + " and changes nothing when they are as shipped; nothing restarts."
+	case components.ShippedProxy:
+		s := "serves metrics through its own kube-rbac-proxy container on :8443, as shipped."
+		if e.ChangesShipped() {
+			return s + " apply sets " + args + " on container " + e.Container + "; its pods restart." + how
+		}
+		return s + " Nothing changes."
+	}
+	s := "a kube-rbac-proxy sidecar on :8443 (TLS, TokenReview, SubjectAccessReview, /metrics only) in front of its plain-HTTP listener on 127.0.0.1:" + strconv.Itoa(e.Component.UpstreamPort)
+	if len(e.SetArgs) > 0 {
+		s += ", which " + args + " keeps on loopback (a value the binary may already have)"
+	}
+	return s + "; its pods restart." + how
 }

@@ -105,6 +105,9 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 	if r.Change.Applicable() {
 		r.add(Management, r.Change.Object())
 	}
+	for _, w := range templates.ManagementWarnings(cfg) {
+		r.Issues = append(r.Issues, in.MetricsIssue("managementComponents", w))
+	}
 	r.add(Management, templates.ManagementObjects(cfg)...)
 	r.DeploymentEdits = templates.ManagementEdits(cfg)
 	r.add(Workload, templates.RBAC(cfg)...)
@@ -202,14 +205,17 @@ func (r *Result) ObjectsFor(t Destination) []Object {
 	return out
 }
 
-// ApplyOnly names the changes that are not objects, so that a YAML or JSON
+// ApplyOnly names the changes that are not objects (edits that only check a
+// Deployment as shipped are left out), so that a YAML or JSON
 // stream cannot carry them: eksa-metrics apply makes them by
 // read-modify-write (a Deployment's container args are an atomic list; the
 // kube-proxy setting is a field inside a string).
 func (r *Result) ApplyOnly() []string {
 	var out []string
 	for _, e := range r.DeploymentEdits {
-		out = append(out, e.Name()+" (management cluster)")
+		if e.ChangesShipped() {
+			out = append(out, e.Name()+" (management cluster)")
+		}
 	}
 	if r.KubeProxyEdit != nil {
 		out = append(out, "ConfigMap kube-system/kube-proxy config.conf metricsBindAddress (workload cluster)")

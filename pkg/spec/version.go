@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -90,6 +91,23 @@ var (
 	// EKSAv1beta2 is the first release on the CAPI v1beta2 contract.
 	EKSAv1beta2 = EKSAVersion{0, 25, 0}
 )
+
+// EKSARange is the range of EKS Anywhere releases the cluster may run,
+// inclusive: the one release spec.eksaVersion names; without it, what the
+// Cluster API contract allows (v0.20.0 to the last v0.24 for v1beta1, v0.25.0
+// and later for v1beta2). hi is nil when the range has no end.
+func (c *Config) EKSARange() (lo EKSAVersion, hi *EKSAVersion) {
+	switch {
+	case c.EKSAVersion != nil:
+		v := *c.EKSAVersion
+		return v, &v
+	case c.CAPIVersion == CAPIv1beta1:
+		last := EKSAVersion{0, EKSAv1beta2.Minor - 1, math.MaxInt}
+		return MinEKSA, &last
+	default:
+		return EKSAv1beta2, nil
+	}
+}
 
 // CAPI KubeadmControlPlane API versions.
 const (

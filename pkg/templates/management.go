@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
@@ -19,14 +20,35 @@ import (
 // metrics only as plain HTTP.
 const SidecarName = "kube-rbac-proxy"
 
-// ManagementComponents returns the catalog rows that apply to the cluster:
-// a management cluster with managementComponents on, the rows of its
-// provider, minus managementComponents.exclude.
-func ManagementComponents(c *spec.Config) []components.Management {
+// ManagementComponents returns the catalog rows that apply to the cluster,
+// resolved for the EKS Anywhere release it runs: a management cluster with
+// managementComponents on, the rows of its provider, minus
+// managementComponents.exclude, minus the controllers eksa-metrics cannot
+// secure in that release (ManagementWarnings says why).
+func ManagementComponents(c *spec.Config) []components.Resolved {
+	rows, _ := management(c)
+	return rows
+}
+
+// ManagementWarnings says what the management components do not get, and
+// why: a release whose binary lacks the flags, a spec without eksaVersion
+// that spans releases which differ, a TLS minimum a binary cannot enforce.
+func ManagementWarnings(c *spec.Config) []string {
+	_, warnings := management(c)
+	return warnings
+}
+
+func management(c *spec.Config) ([]components.Resolved, []string) {
 	if !c.ManagementComponents {
-		return nil
+		return nil, nil
 	}
-	var out []components.Management
+	lo, hi := c.EKSARange()
+	var rows []components.Resolved
+	var warnings []string
+	if components.NewestChecked.Less(lo) && lo.Minor != components.NewestChecked.Minor {
+		warnings = append(warnings, fmt.Sprintf("EKS Anywhere %s is newer than the releases the management catalog was checked against (up to v0.%d): its controllers are assumed to ship as in v0.%d; run eksa-metrics verify after apply",
+			lo, components.NewestChecked.Minor, components.NewestChecked.Minor))
+	}
 	for _, m := range components.ManagementCatalog {
 		if len(m.Providers) > 0 && !slices.Contains(m.Providers, string(c.Provider)) {
 			continue
@@ -34,38 +56,67 @@ func ManagementComponents(c *spec.Config) []components.Management {
 		if slices.Contains(c.ManagementExclude, m.ID()) {
 			continue
 		}
-		out = append(out, m)
+		r, ok, why := m.Resolve(lo, hi)
+		switch {
+		case !ok:
+			warnings = append(warnings, why+"; it is left alone")
+			continue
+		case r.Method == components.Unsupported:
+			warnings = append(warnings, fmt.Sprintf("%s (%s in EKS Anywhere %s): %s", m.ID(), r.Version, lo, r.Note))
+			continue
+		case r.Note != "":
+			warnings = append(warnings, fmt.Sprintf("%s (%s): %s", m.ID(), r.Version, r.Note))
+		}
+		if c.TLSMinVersion != metricsv1alpha1.TLS12 && r.TLSFlag == "" && r.Method != components.Sidecar {
+			warnings = append(warnings, fmt.Sprintf("%s (%s) has no flag that sets the TLS minimum of its metrics endpoint, which keeps accepting TLS 1.2", m.ID(), r.Version))
+		}
+		rows = append(rows, r)
 	}
-	return out
+	return rows, warnings
 }
 
 // DeploymentEdit is the change one management Deployment needs. Container
 // args are an atomic list for server-side apply, so apply performs the edit
-// as a read-modify-write that keeps every other argument and field.
+// as a read-modify-write that keeps every other argument and field, and
+// makes no write when the Deployment already is as the edit wants it.
 type DeploymentEdit struct {
-	Component components.Management
-	// SetArgs are "--flag=value" arguments of the component's container; an
-	// existing "--flag" or "--flag=..." is replaced where it stands.
+	Component components.Resolved
+	// Container receives SetArgs: the controller's own container, or for a
+	// shipped kube-rbac-proxy that container.
+	Container string
+	// SetArgs are "--flag=value" arguments; an existing "--flag" or
+	// "--flag=..." is replaced where it stands.
 	SetArgs []string
-	// Port is ensured on the container that serves metrics securely.
-	Port corev1.ContainerPort
 	// Sidecar is added, or replaces a container of the same name.
 	Sidecar *corev1.Container
-	// Remove is a container to drop.
-	Remove string
 }
 
-// ManagementEdits lists the Deployment edits of the management components.
+// ManagementEdits lists the Deployment edits of the management components:
+// for shipped secure diagnostics, the diagnostics flags as shipped (so an
+// edit is made only where they were changed) and a TLS minimum above the
+// default; for a shipped kube-rbac-proxy, only such a TLS minimum; for a
+// sidecar, the sidecar and the listener on loopback.
 func ManagementEdits(c *spec.Config) []DeploymentEdit {
 	var out []DeploymentEdit
+	tls := c.TLSMinVersion != metricsv1alpha1.TLS12
 	for _, m := range ManagementComponents(c) {
-		e := DeploymentEdit{Component: m, Remove: m.DropContainer,
-			Port: corev1.ContainerPort{Name: "metrics", ContainerPort: components.MetricsPort, Protocol: corev1.ProtocolTCP}}
-		switch m.Family {
-		case components.Diagnostics:
-			e.SetArgs = []string{fmt.Sprintf("--diagnostics-address=:%d", components.MetricsPort), "--insecure-diagnostics=false", "--tls-min-version=" + c.TLSMinVersion}
+		e := DeploymentEdit{Component: m, Container: m.Container}
+		switch m.Method {
+		case components.Shipped:
+			e.SetArgs = []string{fmt.Sprintf("--diagnostics-address=:%d", components.MetricsPort), "--insecure-diagnostics=false"}
+			if tls && m.TLSFlag != "" {
+				e.SetArgs = append(e.SetArgs, m.TLSFlag+"="+c.TLSMinVersion)
+			}
+		case components.ShippedProxy:
+			e.Container = m.ProxyContainer
+			if tls {
+				e.SetArgs = []string{m.TLSFlag + "=" + c.TLSMinVersion}
+			}
 		case components.Sidecar:
-			e.SetArgs = []string{fmt.Sprintf("%s=127.0.0.1:%d", m.ListenFlag, m.UpstreamPort)}
+			if m.ListenFlag != "" {
+				e.SetArgs = []string{fmt.Sprintf("%s=127.0.0.1:%d", m.ListenFlag, m.UpstreamPort)}
+			}
+			port := corev1.ContainerPort{Name: "metrics", ContainerPort: components.MetricsPort, Protocol: corev1.ProtocolTCP}
 			e.Sidecar = &corev1.Container{
 				Name:  SidecarName,
 				Image: c.Images.KubeRBACProxy,
@@ -75,7 +126,7 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 					"--allow-paths=/metrics",
 					"--tls-min-version=" + c.TLSMinVersion,
 				},
-				Ports:           []corev1.ContainerPort{e.Port},
+				Ports:           []corev1.ContainerPort{port},
 				SecurityContext: hardened(65532),
 				Resources:       smallResources(),
 			}
@@ -83,6 +134,19 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 		out = append(out, e)
 	}
 	return out
+}
+
+// ChangesShipped reports whether the edit changes the Deployment as EKS-A
+// ships it: a sidecar, or a flag beyond the shipped secure-diagnostics ones
+// (which apply only checks).
+func (e DeploymentEdit) ChangesShipped() bool {
+	switch e.Component.Method {
+	case components.Shipped:
+		return len(e.SetArgs) > 2
+	case components.ShippedProxy:
+		return len(e.SetArgs) > 0
+	}
+	return true
 }
 
 // Name is "Deployment namespace/name".
@@ -93,35 +157,20 @@ func (e DeploymentEdit) Name() string {
 // Apply edits d in place and reports whether anything changed.
 func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 	spec := &d.Spec.Template.Spec
-	idx := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Component.Container })
+	idx := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Container })
 	if idx < 0 {
-		return false, fmt.Errorf("%s has no container %q (a changed manifest? exclude it with managementComponents.exclude)", e.Name(), e.Component.Container)
+		return false, fmt.Errorf("%s has no container %q, which eksa-metrics expects of %s (a changed manifest? exclude it with managementComponents.exclude)", e.Name(), e.Container, e.Component.Version)
 	}
 	before := d.DeepCopy()
-	main := &spec.Containers[idx]
 	for _, a := range e.SetArgs {
-		main.Args = setArg(main.Args, a)
+		spec.Containers[idx].Args = setArg(spec.Containers[idx].Args, a)
 	}
-	target := main
 	if e.Sidecar != nil {
 		if i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Sidecar.Name }); i >= 0 {
 			spec.Containers[i] = *e.Sidecar.DeepCopy()
 		} else {
 			spec.Containers = append(spec.Containers, *e.Sidecar.DeepCopy())
 		}
-		target = nil
-	}
-	if e.Remove != "" {
-		spec.Containers = slices.DeleteFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Remove })
-		main = &spec.Containers[slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Component.Container })]
-		if target != nil {
-			target = main
-		}
-	}
-	if target != nil && !slices.ContainsFunc(target.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == e.Port.ContainerPort }) {
-		// Another port named "metrics" (CAPX's 8080 behind its old proxy) gives way.
-		target.Ports = slices.DeleteFunc(target.Ports, func(p corev1.ContainerPort) bool { return p.Name == e.Port.Name })
-		target.Ports = append(target.Ports, e.Port)
 	}
 	return !equality.Semantic.DeepEqual(before, d), nil
 }
@@ -148,34 +197,23 @@ func setArg(args []string, arg string) []string {
 }
 
 // ManagementObjects renders, per management component, a <deployment>-metrics
-// Service (https 8443) and the auth-delegator binding its ServiceAccount
-// needs: for a kube-rbac-proxy sidecar always, and for eksa-controller-manager
-// from EKS-A v0.25 (whose role lost tokenreviews and subjectaccessreviews).
+// Service (https 8443, selecting the pods by their shipped labels) and, where
+// the component's ServiceAccount may not review tokens, its auth-delegator
+// binding.
 func ManagementObjects(c *spec.Config) []Object {
 	var out []Object
 	for _, m := range ManagementComponents(c) {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: m.Deployment + "-metrics", Namespace: m.Namespace, Labels: labels(map[string]string{ComponentLabel: m.Deployment, JobLabel: m.Deployment})},
 			Spec: corev1.ServiceSpec{
-				Selector: m.Selector,
+				Selector: m.PodLabels,
 				Ports:    []corev1.ServicePort{{Name: "https", Port: components.MetricsPort, TargetPort: intstr.FromInt32(components.MetricsPort), Protocol: corev1.ProtocolTCP}},
 			},
 		}
 		out = append(out, toObject("v1", "Service", svc))
-		if needsAuthDelegator(c, m) {
+		if m.AuthDelegator {
 			out = append(out, AuthDelegatorBinding(Prefix+"-"+m.Deployment+":auth-delegator", m.ServiceAccount, m.Namespace))
 		}
 	}
 	return out
-}
-
-func needsAuthDelegator(c *spec.Config, m components.Management) bool {
-	if m.Family == components.Sidecar {
-		return true
-	}
-	if m.AuthDelegatorFromEKSA == "" || c.EKSAVersion == nil {
-		return false
-	}
-	from, err := spec.ParseEKSAVersion(m.AuthDelegatorFromEKSA)
-	return err == nil && !c.EKSAVersion.Less(from)
 }

@@ -1,22 +1,19 @@
 package templates_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
-	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
-
-	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/labels"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -28,137 +25,317 @@ func mgmtConfig(provider spec.Provider, eksa string) *spec.Config {
 		TLSMinVersion: metricsv1alpha1.TLS12, Images: metricsv1alpha1.Images{KubeRBACProxy: spec.DefaultKubeRBACProxyImage}}
 }
 
-// shippedDeployment reads eksa-controller-manager as EKS-A ships it.
-func shippedDeployment(t *testing.T) *appsv1.Deployment {
+// upstreamFile names, per Deployment, the real upstream manifest of the
+// version EKS-A v0.26 ships (CAPC: v0.6.1, the last one EKS-A shipped).
+var upstreamFile = map[string]string{
+	"eksa-controller-manager":                       "eksa-controller-manager-v0.26.1.yaml",
+	"capi-controller-manager":                       "capi-core-v1.13.2.yaml",
+	"capi-kubeadm-bootstrap-controller-manager":     "capi-kubeadm-bootstrap-v1.13.2.yaml",
+	"capi-kubeadm-control-plane-controller-manager": "capi-kubeadm-control-plane-v1.13.2.yaml",
+	"capv-controller-manager":                       "capv-v1.16.1.yaml",
+	"capd-controller-manager":                       "capd-v1.13.2.yaml",
+	"capc-controller-manager":                       "capc-v0.6.1.yaml",
+	"capx-controller-manager":                       "capx-v1.6.1.yaml",
+	"capt-controller-manager":                       "capt-v0.6.6.yaml",
+	"capas-controller-manager":                      "capas-v0.3.3.yaml",
+	"etcdadm-bootstrap-provider-controller-manager": "etcdadm-bootstrap-provider-v1.0.22.yaml",
+	"etcdadm-controller-controller-manager":         "etcdadm-controller-v1.0.28.yaml",
+	"eks-anywhere-packages":                         "eks-anywhere-packages-v0.4.17.yaml",
+	"cert-manager":                                  "cert-manager-v1.20.2.yaml",
+	"cert-manager-cainjector":                       "cert-manager-v1.20.2.yaml",
+	"cert-manager-webhook":                          "cert-manager-v1.20.2.yaml",
+}
+
+var allProviders = []spec.Provider{spec.ProviderVSphere, spec.ProviderDocker, spec.ProviderNutanix, spec.ProviderTinkerbell, spec.ProviderSnow, spec.ProviderCloudStack}
+
+// checkAgainstManifest holds what eksa-metrics renders for one management
+// component against the real manifest of its version: the Service selects
+// the pods and no other pod template of the namespace, the ServiceAccount
+// is the one the pods run as and exists, the edited container exists, the
+// edit keeps every other field, and a second edit changes nothing. It
+// returns whether the edit changed the Deployment.
+func checkAgainstManifest(t *testing.T, file string, c *spec.Config, e templates.DeploymentEdit) bool {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(testutil.SharedFixtures(t), "manifests", "eksa-components.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	m := e.Component
+	docs := testutil.UpstreamManifest(t, file)
+	d := testutil.UpstreamDeployment(t, docs, m.Namespace, m.Deployment)
+	if d == nil {
+		t.Fatalf("%s: the catalog names Deployment %s, which the manifest EKS-A ships does not hold", file, m.ID())
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	for {
-		var doc map[string]any
-		if err := dec.Decode(&doc); err != nil {
-			t.Fatalf("no eksa-controller-manager Deployment: %v", err)
+
+	var svc, binding map[string]any
+	for _, o := range templates.ManagementObjects(c) {
+		md := o["metadata"].(map[string]any)
+		switch {
+		case o["kind"] == "Service" && md["name"] == m.Deployment+"-metrics":
+			svc = o
+		case o["kind"] == "ClusterRoleBinding" && md["name"] == templates.Prefix+"-"+m.Deployment+":auth-delegator":
+			binding = o
 		}
+	}
+	if svc == nil || svc["metadata"].(map[string]any)["namespace"] != m.Namespace {
+		t.Fatalf("%s: no Service in %s", m.Deployment, m.Namespace)
+	}
+	sel := labels.SelectorFromSet(m.PodLabels)
+	if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+		t.Errorf("%s: the Service selects %v, the pods carry %v: it would select no pod", m.Deployment, m.PodLabels, d.Spec.Template.Labels)
+	}
+	for _, doc := range docs {
 		md, _ := doc["metadata"].(map[string]any)
-		if doc["kind"] == "Deployment" && md["name"] == "eksa-controller-manager" {
-			b, _ := json.Marshal(doc)
-			var d appsv1.Deployment
-			if err := json.Unmarshal(b, &d); err != nil {
+		if doc["kind"] != "Deployment" || md["namespace"] != m.Namespace || md["name"] == m.Deployment {
+			continue
+		}
+		other := testutil.UpstreamDeployment(t, docs, m.Namespace, md["name"].(string))
+		if sel.Matches(labels.Set(other.Spec.Template.Labels)) {
+			t.Errorf("%s: the Service also selects the pods of Deployment %s", m.Deployment, other.Name)
+		}
+	}
+
+	sa := d.Spec.Template.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	if sa != m.ServiceAccount {
+		t.Errorf("%s: the pods run as ServiceAccount %s, the catalog says %s", m.Deployment, sa, m.ServiceAccount)
+	}
+	if (binding != nil) != m.AuthDelegator {
+		t.Errorf("%s: auth-delegator binding rendered: %t, the catalog says %t", m.Deployment, binding != nil, m.AuthDelegator)
+	}
+	if binding != nil {
+		subj := binding["subjects"].([]any)[0].(map[string]any)
+		if subj["name"] != sa || subj["namespace"] != m.Namespace {
+			t.Errorf("%s: the binding names %v/%v, the pods run as %s/%s", m.Deployment, subj["namespace"], subj["name"], m.Namespace, sa)
+		}
+		if sa != "default" && !slices.ContainsFunc(docs, func(doc map[string]any) bool {
+			md, _ := doc["metadata"].(map[string]any)
+			return doc["kind"] == "ServiceAccount" && md["name"] == sa && md["namespace"] == m.Namespace
+		}) {
+			t.Errorf("%s: the binding names ServiceAccount %s/%s, which the manifest does not create: whoever creates it later would get auth-delegator", m.Deployment, m.Namespace, sa)
+		}
+	}
+
+	before := d.DeepCopy()
+	changed, err := e.Apply(d)
+	if err != nil {
+		t.Fatalf("%s: %v", m.Deployment, err)
+	}
+	keepsEverythingElse(t, e, before, d)
+	if again, err := e.Apply(d); err != nil || again {
+		t.Errorf("%s: a second edit changed it again (%v)", m.Deployment, err)
+	}
+	return changed
+}
+
+// keepsEverythingElse: after the edit, only the edit's own arguments differ
+// (each other argument kept, in order) and only its sidecar is added.
+func keepsEverythingElse(t *testing.T, e templates.DeploymentEdit, before, after *appsv1.Deployment) {
+	t.Helper()
+	got := after.DeepCopy()
+	cs := got.Spec.Template.Spec.Containers
+	if e.Sidecar != nil {
+		i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == e.Sidecar.Name })
+		if i < 0 || !equality.Semantic.DeepEqual(cs[i], *e.Sidecar) {
+			t.Fatalf("%s: the sidecar is not as rendered", e.Name())
+		}
+		cs = slices.Delete(cs, i, i+1)
+	}
+	i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == e.Container })
+	flagOf := func(a string) string { f, _, _ := strings.Cut(a, "="); return f }
+	var kept []string
+	for _, a := range cs[i].Args {
+		if slices.ContainsFunc(e.SetArgs, func(s string) bool { return flagOf(s) == flagOf(a) }) {
+			if !slices.Contains(e.SetArgs, a) {
+				t.Errorf("%s: argument %s is not the one rendered", e.Name(), a)
+			}
+			continue
+		}
+		kept = append(kept, a)
+	}
+	var old []string
+	for _, a := range before.Spec.Template.Spec.Containers[slices.IndexFunc(before.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == e.Container })].Args {
+		if !slices.ContainsFunc(e.SetArgs, func(s string) bool { return flagOf(s) == flagOf(a) }) {
+			old = append(old, a)
+		}
+	}
+	if !slices.Equal(kept, old) {
+		t.Errorf("%s: other arguments changed:\n got %q\nwant %q", e.Name(), kept, old)
+	}
+	for _, s := range e.SetArgs {
+		if !slices.Contains(cs[i].Args, s) {
+			t.Errorf("%s: %s missing after the edit", e.Name(), s)
+		}
+	}
+	cs[i].Args = before.Spec.Template.Spec.Containers[slices.IndexFunc(before.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == e.Container })].Args
+	got.Spec.Template.Spec.Containers = cs
+	if !equality.Semantic.DeepEqual(before, got) {
+		t.Errorf("%s: the edit changed fields besides its arguments and sidecar", e.Name())
+	}
+}
+
+// Every management component, as EKS-A v0.26 ships it: what is rendered
+// fits the real manifest, and the controllers that already serve metrics
+// securely are not touched (no restart to add a default).
+func TestManagementCatalogAgainstUpstreamManifests(t *testing.T) {
+	checked := map[string]bool{}
+	for _, p := range allProviders {
+		c := mgmtConfig(p, "v0.26.1")
+		for _, e := range templates.ManagementEdits(c) {
+			if checked[e.Component.Deployment] {
+				continue
+			}
+			checked[e.Component.Deployment] = true
+			t.Run(e.Component.Deployment, func(t *testing.T) {
+				changed := checkAgainstManifest(t, upstreamFile[e.Component.Deployment], c, e)
+				if want := e.Component.Method == components.Sidecar; changed != want {
+					t.Errorf("%s (%s): the edit changed the shipped Deployment: %t, want %t", e.Component.Deployment, e.Component.Method, changed, want)
+				}
+			})
+		}
+	}
+	for _, m := range components.ManagementCatalog {
+		if !checked[m.Deployment] {
+			t.Errorf("%s is never checked against an upstream manifest", m.ID())
+		}
+	}
+}
+
+// Asked for TLS 1.3, the controllers that can enforce it get the flag where
+// they serve metrics: the manager's secure diagnostics, CAPX's own
+// kube-rbac-proxy, the sidecar.
+func TestManagementTLS13AgainstUpstreamManifests(t *testing.T) {
+	for _, p := range []spec.Provider{spec.ProviderVSphere, spec.ProviderNutanix} {
+		c := mgmtConfig(p, "v0.26.1")
+		c.TLSMinVersion = metricsv1alpha1.TLS13
+		for _, e := range templates.ManagementEdits(c) {
+			t.Run(string(p)+"/"+e.Component.Deployment, func(t *testing.T) {
+				if !checkAgainstManifest(t, upstreamFile[e.Component.Deployment], c, e) {
+					t.Errorf("%s: no change for TLS 1.3", e.Component.Deployment)
+				}
+				flags := e.SetArgs
+				if e.Sidecar != nil {
+					flags = e.Sidecar.Args
+				}
+				if !slices.Contains(flags, "--tls-min-version=VersionTLS13") {
+					t.Errorf("%s: %v", e.Component.Deployment, flags)
+				}
+			})
+		}
+	}
+}
+
+// EKS-A v0.23: eksa-controller-manager and etcdadm-controller know only a
+// plain metrics flag, so they get a sidecar (and the flag they have), never
+// the secure-diagnostics flags, which would crash them.
+func TestManagementOlderReleasesAgainstUpstreamManifests(t *testing.T) {
+	c := mgmtConfig(spec.ProviderVSphere, "v0.23.7")
+	files := map[string]string{"eksa-controller-manager": "eksa-controller-manager-v0.23.7.yaml", "etcdadm-controller-controller-manager": "etcdadm-controller-v1.0.24.yaml"}
+	for _, e := range templates.ManagementEdits(c) {
+		file, ok := files[e.Component.Deployment]
+		if !ok {
+			continue
+		}
+		delete(files, e.Component.Deployment)
+		if e.Component.Method != components.Sidecar || slices.ContainsFunc(e.SetArgs, func(a string) bool { return strings.Contains(a, "diagnostics") }) {
+			t.Errorf("%s on v0.23.7: %s %v", e.Component.Deployment, e.Component.Method, e.SetArgs)
+		}
+		if !checkAgainstManifest(t, file, c, e) {
+			t.Errorf("%s: the sidecar was not added", e.Component.Deployment)
+		}
+		if e.Component.Deployment == "eksa-controller-manager" {
+			d := testutil.UpstreamDeployment(t, testutil.UpstreamManifest(t, file), e.Component.Namespace, e.Component.Deployment)
+			if _, err := e.Apply(d); err != nil {
 				t.Fatal(err)
 			}
-			return &d
+			out, _ := sigsyaml.Marshal(d)
+			testutil.Golden(t, filepath.Join("testdata", "golden", "eksa-controller-manager-v0.23.7.deployment.yaml"), out)
 		}
+	}
+	if len(files) > 0 {
+		t.Errorf("not rendered on v0.23.7: %v", files)
 	}
 }
 
-// leaves flattens an object into path -> value, to compare two versions.
-func leaves(prefix string, v any, out map[string]string) {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			leaves(prefix+"."+k, val, out)
+func TestManagementReleases(t *testing.T) {
+	resolved := func(c *spec.Config) map[string]components.Resolved {
+		out := map[string]components.Resolved{}
+		for _, r := range templates.ManagementComponents(c) {
+			out[r.Deployment] = r
 		}
-	case []any:
-		for i, val := range x {
-			leaves(prefix+"["+string(rune('0'+i))+"]", val, out)
-		}
-	default:
-		b, _ := json.Marshal(x)
-		out[prefix] = string(b)
+		return out
 	}
-}
+	warnings := func(c *spec.Config) string { return strings.Join(templates.ManagementWarnings(c), "\n") }
 
-// The shipped eksa-controller-manager after the change: only the intended
-// fields differ (the manager's args gain --tls-min-version; everything else,
-// its other args included, is kept).
-func TestEKSAControllerManagerEditGolden(t *testing.T) {
-	d := shippedDeployment(t)
-	var edit templates.DeploymentEdit
-	for _, e := range templates.ManagementEdits(mgmtConfig(spec.ProviderVSphere, "v0.26.1")) {
-		if e.Component.Deployment == "eksa-controller-manager" {
-			edit = e
+	for _, tc := range []struct {
+		eksa          string
+		method        components.Method
+		authDelegator bool
+	}{
+		{"v0.20.0", components.Sidecar, true},
+		{"v0.23.7", components.Sidecar, true},
+		{"v0.24.0", components.Shipped, false},
+		{"v0.24.6", components.Shipped, false},
+		{"v0.25.0", components.Shipped, true},
+		{"v0.26.1", components.Shipped, true},
+	} {
+		r := resolved(mgmtConfig(spec.ProviderVSphere, tc.eksa))["eksa-controller-manager"]
+		if r.Method != tc.method || r.AuthDelegator != tc.authDelegator {
+			t.Errorf("eksa-controller-manager on %s: %s, auth-delegator %t; want %s, %t", tc.eksa, r.Method, r.AuthDelegator, tc.method, tc.authDelegator)
 		}
 	}
-	before, _ := json.Marshal(d)
-	changed, err := edit.Apply(d)
-	if err != nil || !changed {
-		t.Fatalf("changed=%t err=%v", changed, err)
+	if sa := resolved(mgmtConfig(spec.ProviderVSphere, "v0.24.6"))["capv-controller-manager"].ServiceAccount; sa != "default" {
+		t.Errorf("CAPV on v0.24 runs as default, got %s", sa)
 	}
-	after, _ := json.Marshal(d)
-	var b, a map[string]any
-	_ = json.Unmarshal(before, &b)
-	_ = json.Unmarshal(after, &a)
-	lb, la := map[string]string{}, map[string]string{}
-	leaves("", b, lb)
-	leaves("", a, la)
-	var differ []string
-	for k, v := range la {
-		if lb[k] != v {
-			differ = append(differ, k+"="+v)
-		}
+	if r := resolved(mgmtConfig(spec.ProviderCloudStack, "v0.22.0"))["capc-controller-manager"]; r.Method != components.ShippedProxy || r.AuthDelegator {
+		t.Errorf("CAPC on v0.22 ships its own kube-rbac-proxy and proxy role: %+v", r.Release)
 	}
-	for k := range lb {
-		if _, ok := la[k]; !ok {
-			differ = append(differ, k+" removed")
-		}
-	}
-	sort.Strings(differ)
-	if want := []string{`.spec.template.spec.containers[0].args[3]="--tls-min-version=VersionTLS12"`}; !reflect.DeepEqual(differ, want) {
-		t.Fatalf("fields that differ:\n%s", strings.Join(differ, "\n"))
-	}
-	out, _ := sigsyaml.Marshal(d)
-	testutil.Golden(t, filepath.Join("testdata", "golden", "eksa-controller-manager.deployment.yaml"), out)
-	if changed, _ := edit.Apply(d); changed {
-		t.Fatal("a second edit changed the Deployment again")
-	}
-}
 
-func TestEditsPerFamily(t *testing.T) {
-	dep := func(containers string) *appsv1.Deployment {
-		var d appsv1.Deployment
-		if err := sigsyaml.Unmarshal([]byte("spec:\n  template:\n    spec:\n      containers:\n"+containers), &d); err != nil {
-			t.Fatal(err)
+	// cert-manager's cainjector and webhook have no metrics flag before
+	// cert-manager v1.16 (EKS-A v0.22): left alone, and said so.
+	c := mgmtConfig(spec.ProviderVSphere, "v0.21.3")
+	if _, ok := resolved(c)["cert-manager-cainjector"]; ok {
+		t.Error("cert-manager-cainjector rendered on v0.21")
+	}
+	if w := warnings(c); !strings.Contains(w, "cert-manager/cert-manager-cainjector (cert-manager v1.14.7 and v1.15.5 in EKS Anywhere v0.21.3)") {
+		t.Errorf("warnings: %s", w)
+	}
+	if _, ok := resolved(mgmtConfig(spec.ProviderVSphere, "v0.22.0"))["cert-manager-cainjector"]; !ok {
+		t.Error("cert-manager-cainjector not rendered on v0.22")
+	}
+
+	// Without eksaVersion, v1beta1 spans v0.20 to v0.24, where
+	// eksa-controller-manager and etcdadm change how they serve metrics.
+	c = mgmtConfig(spec.ProviderVSphere, "v0.26.1")
+	c.EKSAVersion, c.CAPIVersion = nil, spec.CAPIv1beta1
+	got := resolved(c)
+	for _, d := range []string{"eksa-controller-manager", "etcdadm-controller-controller-manager", "etcdadm-bootstrap-provider-controller-manager", "cert-manager-webhook"} {
+		if _, ok := got[d]; ok {
+			t.Errorf("%s rendered although the release is unknown", d)
 		}
-		return &d
-	}
-	edits := map[string]templates.DeploymentEdit{}
-	for _, p := range []spec.Provider{spec.ProviderNutanix, spec.ProviderTinkerbell} {
-		for _, e := range templates.ManagementEdits(mgmtConfig(p, "v0.26.1")) {
-			edits[e.Component.Deployment] = e
+		if !strings.Contains(warnings(c), d+" differs between the EKS Anywhere releases this spec may run") {
+			t.Errorf("no warning for %s: %s", d, warnings(c))
 		}
 	}
-	// CAPX: insecure diagnostics behind a kube-rbac-proxy become secure, the proxy goes.
-	capx := dep(`      - name: manager
-        args: ["--leader-elect", "--diagnostics-address=127.0.0.1:8080", "--insecure-diagnostics", "--v=2"]
-        ports: [{name: metrics, containerPort: 8080}]
-      - name: kube-rbac-proxy
-        args: ["--secure-listen-address=0.0.0.0:8443", "--upstream=http://127.0.0.1:8080/"]
-`)
-	if _, err := edits["capx-controller-manager"].Apply(capx); err != nil {
-		t.Fatal(err)
+	if r, ok := got["capv-controller-manager"]; !ok || r.TLSFlag != "" {
+		t.Errorf("CAPV is secure in every release; its TLS flag covers metrics only from v0.21: %+v", r)
 	}
-	c := capx.Spec.Template.Spec.Containers
-	if len(c) != 1 || strings.Join(c[0].Args, " ") != "--leader-elect --diagnostics-address=:8443 --insecure-diagnostics=false --v=2 --tls-min-version=VersionTLS12" ||
-		len(c[0].Ports) != 1 || c[0].Ports[0].ContainerPort != components.MetricsPort {
-		t.Fatalf("capx: %+v", c)
+	c.CAPIVersion = spec.CAPIv1beta2 // v0.25 and later
+	if r := resolved(c)["eksa-controller-manager"]; r.Method != components.Shipped || !r.AuthDelegator {
+		t.Errorf("v1beta2: %+v", r)
 	}
-	// CAPT: plain HTTP only: moved to loopback, behind a sidecar.
-	capt := dep(`      - name: manager
-        args: ["--leader-elect"]
-`)
-	if _, err := edits["capt-controller-manager"].Apply(capt); err != nil {
-		t.Fatal(err)
+
+	// TLS 1.3 where the binary cannot enforce it on metrics; a release newer
+	// than the catalog; the Snow caveat.
+	c = mgmtConfig(spec.ProviderSnow, "v0.20.0")
+	c.TLSMinVersion = metricsv1alpha1.TLS13
+	if w := warnings(c); !strings.Contains(w, "capi-system/capi-controller-manager (Cluster API v1.7.2) has no flag that sets the TLS minimum") ||
+		!strings.Contains(w, "capas-system/capas-controller-manager (CAPAS v0.1.30 to v0.3.3): the Snow provider's source and flags are not public") {
+		t.Errorf("warnings: %s", w)
 	}
-	c = capt.Spec.Template.Spec.Containers
-	if len(c) != 2 || strings.Join(c[0].Args, " ") != "--leader-elect --metrics-bind-addr=127.0.0.1:8080" || c[1].Name != templates.SidecarName ||
-		!strings.Contains(strings.Join(c[1].Args, " "), "--upstream=http://127.0.0.1:8080/ --allow-paths=/metrics") {
-		t.Fatalf("capt: %+v", c)
+	if w := warnings(mgmtConfig(spec.ProviderVSphere, "v0.27.0")); !strings.Contains(w, "EKS Anywhere v0.27.0 is newer than the releases the management catalog was checked against") {
+		t.Errorf("warnings: %s", w)
 	}
-	// A Deployment without the container is an error naming it.
-	if _, err := edits["capt-controller-manager"].Apply(dep("      - name: other\n")); err == nil || !strings.Contains(err.Error(), `no container "manager"`) {
-		t.Fatalf("got %v", err)
+	if w := warnings(mgmtConfig(spec.ProviderVSphere, "v0.26.4")); w != "" {
+		t.Errorf("v0.26.4 warns: %s", w)
 	}
 }
 
@@ -171,37 +348,34 @@ func TestManagementSelection(t *testing.T) {
 		return out
 	}
 	v := names(mgmtConfig(spec.ProviderVSphere, "v0.26.1"))
-	if !contains(v, "capv-controller-manager") || contains(v, "capd-controller-manager") || contains(v, "capt-controller-manager") {
+	if !slices.Contains(v, "capv-controller-manager") || slices.Contains(v, "capd-controller-manager") || slices.Contains(v, "capt-controller-manager") {
 		t.Fatalf("vsphere: %v", v)
+	}
+	if s := names(mgmtConfig(spec.ProviderSnow, "v0.26.1")); !slices.Contains(s, "capas-controller-manager") {
+		t.Fatalf("snow: %v", s)
 	}
 	c := mgmtConfig(spec.ProviderVSphere, "v0.26.1")
 	c.ManagementExclude = []string{"capi-system/capi-controller-manager"}
-	if contains(names(c), "capi-controller-manager") {
+	if slices.Contains(names(c), "capi-controller-manager") {
 		t.Fatal("exclude ignored")
 	}
 	c.ManagementComponents = false
-	if len(names(c)) != 0 {
+	if len(names(c)) != 0 || len(templates.ManagementWarnings(c)) != 0 {
 		t.Fatal("disabled but rendered")
-	}
-	// eksa-controller-manager gets auth-delegator from v0.25 only.
-	binding := func(eksa string) bool {
-		for _, o := range templates.ManagementObjects(mgmtConfig(spec.ProviderDocker, eksa)) {
-			if md := o["metadata"].(map[string]any); md["name"] == "eksa-metrics-eksa-controller-manager:auth-delegator" {
-				return true
-			}
-		}
-		return false
-	}
-	if binding("v0.24.6") || !binding("v0.25.0") {
-		t.Fatal("the eksa-controller-manager binding should start at v0.25.0")
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
+// A Deployment without the expected container is an error that names it.
+func TestEditOfAChangedManifest(t *testing.T) {
+	var e templates.DeploymentEdit
+	for _, x := range templates.ManagementEdits(mgmtConfig(spec.ProviderTinkerbell, "v0.26.1")) {
+		if x.Component.Deployment == "capt-controller-manager" {
+			e = x
 		}
 	}
-	return false
+	var d appsv1.Deployment
+	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "other"}}
+	if _, err := e.Apply(&d); err == nil || !strings.Contains(err.Error(), `no container "manager"`) {
+		t.Fatalf("got %v", err)
+	}
 }

@@ -75,8 +75,8 @@ func targets(c *spec.Config) []target {
 	for _, m := range ManagementComponents(c) {
 		comp := components.Cluster{ID: components.ID(m.Deployment), PortName: "https", Port: components.MetricsPort, TLS: true, Paths: []string{"/metrics"}}
 		why := "controller-runtime serves a self-signed certificate on the secure diagnostics port"
-		if m.Family == components.Sidecar {
-			why = "the kube-rbac-proxy sidecar generates a self-signed serving certificate"
+		if m.Method != components.Shipped {
+			why = "kube-rbac-proxy generates a self-signed serving certificate"
 		}
 		out = append(out, target{comp: comp, job: m.Deployment, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
 			selector: map[string]string{ComponentLabel: m.Deployment}, jobLabel: JobLabel, insecure: why, mgmt: true})
