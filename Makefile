@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/eksa-metrics/eksa-metrics/internal/cli.Version=$(VERSION)
 UNIT_PKGS = ./cmd/... ./internal/... ./pkg/...
 # The packages with golden files (their tests named *Golden*; testutil.Golden's -update flag).
-GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates
+GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates ./pkg/components
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 FUZZTIME ?= 30s
 

@@ -32,7 +32,7 @@ type ApplyOptions struct {
 	ForceConflicts           bool
 	Wait                     bool
 	Timeout                  time.Duration
-	CAPIAPIVersion           string
+	RenderFlags
 }
 
 // NewCmdApply builds `eksa-metrics apply`.
@@ -70,7 +70,7 @@ A change that rolls control-plane machines needs --allow-control-plane-rollout
 	fl.BoolVar(&o.ForceConflicts, "force-conflicts", false, "take over fields that other field managers own")
 	fl.BoolVar(&o.Wait, "wait", false, "wait for changed DaemonSets and a KubeadmControlPlane rollout")
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "how long --wait waits")
-	bindCAPIFlag(fl, &o.CAPIAPIVersion)
+	o.RenderFlags.bind(fl)
 	return cmd
 }
 
@@ -96,7 +96,11 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	errOut := o.f.IOStreams.ErrOut
-	r, err := loadAndRender(o.f, o.Filename, spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+	opts, err := o.RenderFlags.options()
+	if err != nil {
+		return err
+	}
+	r, err := loadAndRender(o.f, o.Filename, opts)
 	if err != nil {
 		return err
 	}
@@ -233,10 +237,37 @@ func describe(e cluster.Event) string {
 	return fmt.Sprintf("%s %s in the %s", e.Object, e.Action, e.Cluster)
 }
 
-// bindCAPIFlag binds --capi-api-version, checked where it is parsed, for
-// every command that renders.
-func bindCAPIFlag(fl *pflag.FlagSet, p *string) {
-	fl.Var(capiVersion{p}, "capi-api-version", "KubeadmControlPlane API version when the spec has no eksaVersion: v1beta1 (EKS-A <= v0.24) or v1beta2 (default)")
+// RenderFlags are the flags of every command that renders.
+type RenderFlags struct {
+	CAPIAPIVersion  string
+	BundlesOverride string
+}
+
+// bind binds --capi-api-version (checked where it is parsed) and
+// --bundles-override.
+func (r *RenderFlags) bind(fl *pflag.FlagSet) {
+	fl.Var(capiVersion{&r.CAPIAPIVersion}, "capi-api-version", "KubeadmControlPlane API version when the spec has no eksaVersion: v1beta1 (EKS-A <= v0.24) or v1beta2 (default)")
+	fl.StringVar(&r.BundlesOverride, "bundles-override", "", "an EKS Anywhere Bundles manifest (the file eksctl anywhere takes under this name): the kube-rbac-proxy and HAProxy images come from it where spec.images names none")
+}
+
+// options reads the bundles file, if any: a missing or invalid one is
+// invalid input (exit 3), named with its line and field.
+func (r *RenderFlags) options() (spec.Options, error) {
+	opts := spec.Options{CAPIAPIVersion: r.CAPIAPIVersion}
+	if r.BundlesOverride == "" {
+		return opts, nil
+	}
+	f, err := os.Open(r.BundlesOverride)
+	if err != nil {
+		detail := "cannot read the --bundles-override file: " + err.Error()
+		if isNotExist(err) {
+			detail = "no such file; check the --bundles-override path"
+		}
+		return opts, &spec.InvalidError{Problems: []spec.Problem{{File: r.BundlesOverride, Detail: detail}}}
+	}
+	defer f.Close()
+	opts.Bundles, err = spec.LoadBundles(r.BundlesOverride, f)
+	return opts, err
 }
 
 type capiVersion struct{ p *string }

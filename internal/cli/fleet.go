@@ -91,9 +91,13 @@ func (o *GenerateOptions) generateFleet(ctx context.Context, files []string) err
 		result *render.Result
 		err    error
 	}
+	opts, err := o.RenderFlags.options()
+	if err != nil {
+		return err
+	}
 	outcomes := make([]outcome, len(files))
 	engine.Parallel(ctx, len(files), 0, func(i int) {
-		r, err := renderFile(o.f, files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+		r, err := renderFile(o.f, files[i], opts)
 		outcomes[i] = outcome{r, err}
 	})
 

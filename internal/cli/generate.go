@@ -16,12 +16,12 @@ import (
 type GenerateOptions struct {
 	f *Factory
 
-	Filenames      []string
-	Output         string
-	OutputDir      string
-	Force          bool
-	Prune          bool
-	CAPIAPIVersion string
+	Filenames []string
+	Output    string
+	OutputDir string
+	Force     bool
+	Prune     bool
+	RenderFlags
 }
 
 // NewCmdGenerate builds `eksa-metrics generate`. runF replaces the work in tests.
@@ -52,7 +52,7 @@ configuration. Data goes to stdout (or --output-dir); warnings to stderr.`,
 	fl.StringVar(&o.OutputDir, "output-dir", "", "directory for -o kustomize")
 	fl.BoolVar(&o.Force, "force", false, "replace a non-empty --output-dir that eksa-metrics wrote before (never one holding other files)")
 	fl.BoolVar(&o.Prune, "prune", false, "in a fleet, remove the directories eksa-metrics wrote for clusters no input defines any more")
-	bindCAPIFlag(fl, &o.CAPIAPIVersion)
+	o.RenderFlags.bind(fl)
 	return cmd
 }
 
@@ -95,7 +95,11 @@ func (o *GenerateOptions) Run() error {
 		}
 		return o.generateFleet(context.Background(), files)
 	}
-	r, err := loadAndRender(o.f, files[0], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+	opts, err := o.RenderFlags.options()
+	if err != nil {
+		return err
+	}
+	r, err := loadAndRender(o.f, files[0], opts)
 	if err != nil {
 		return err
 	}
@@ -173,6 +177,10 @@ func logDecisions(f *Factory, r *render.Result) {
 	log.Info("decided", "kubernetes", c.KubeVersion.String(), "provider", c.Provider, "exposure", c.Exposure, "stack", c.Stack, "management", c.Management)
 	if !r.Change.Applicable() {
 		log.Info("decided", "controlPlane", "no KubeadmControlPlane change: nothing rolls out")
+	}
+	log.Info("decided", "kubeRBACProxyImage", c.Images.KubeRBACProxy, "from", c.ImageSources[0], "haproxyImage", c.Images.HAProxy, "from", c.ImageSources[1])
+	for _, e := range r.DeploymentEdits {
+		log.Info("management", "deployment", e.Component.ID(), "release", e.Component.Version, "method", e.Component.Method, "changesShipped", e.ChangesShipped())
 	}
 	for _, it := range r.Change.Items {
 		log.Info("kubeadm item", "component", it.Component, "flag", it.Name, "value", it.Value, "merged", it.Merged, "why", it.Why)

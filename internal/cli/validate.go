@@ -20,10 +20,10 @@ type ValidateOptions struct {
 	Filenames []string
 	From      string
 	ClusterFlags
-	Output         string
-	Skip           []string
-	Strict         bool
-	CAPIAPIVersion string
+	Output string
+	Skip   []string
+	Strict bool
+	RenderFlags
 }
 
 // validateFailedError is a validation with failing checks (exit 3).
@@ -63,7 +63,7 @@ fails, 1 when a check could not run.`,
 	fl.StringVarP(&o.Output, "output", "o", "text", "text, json or junit")
 	fl.StringSliceVar(&o.Skip, "skip", nil, "checks to skip, by name (repeatable)")
 	fl.BoolVar(&o.Strict, "strict", false, "fail on warnings too")
-	bindCAPIFlag(fl, &o.CAPIAPIVersion)
+	o.RenderFlags.bind(fl)
 	return cmd
 }
 
@@ -112,7 +112,10 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		}
 		return o.runFleet(ctx, files)
 	}
-	opts := spec.Options{CAPIAPIVersion: o.CAPIAPIVersion}
+	opts, err := o.RenderFlags.options()
+	if err != nil {
+		return err
+	}
 	in := &validate.Input{Path: files[0]}
 	in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[0], opts)
 	if o.From != "" {
@@ -178,10 +181,14 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 	if o.Kubeconfig != "" {
 		return usageErrorf("--kubeconfig checks one cluster: give one -f")
 	}
+	opts, err := o.RenderFlags.options()
+	if err != nil {
+		return err
+	}
 	reports := make([]validate.FileReport, len(files))
 	engine.Parallel(ctx, len(files), 0, func(i int) {
 		in := &validate.Input{Path: files[i]}
-		in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+		in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], opts)
 		results := validate.Run(ctx, in, o.skipSet())
 		if o.Strict {
 			results = validate.Strict(results)
@@ -192,7 +199,6 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 	for _, r := range reports {
 		all = append(all, r.Results...)
 	}
-	var err error
 	switch o.Output {
 	case "json":
 		err = validate.WriteFleetJSON(o.f.IOStreams.Out, reports)

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
-	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 )
 
@@ -25,10 +24,10 @@ type VerifyOptions struct {
 
 	Filename string
 	ClusterFlags
-	Output         string
-	Concurrency    int
-	Timeout        time.Duration
-	CAPIAPIVersion string
+	Output      string
+	Concurrency int
+	Timeout     time.Duration
+	RenderFlags
 }
 
 // verifyFailedError is a verification with failing rows (exit 3).
@@ -68,7 +67,7 @@ Temporary ServiceAccounts verify creates are deleted, also on Ctrl-C.`,
 	fl.StringVarP(&o.Output, "output", "o", "table", "table or json")
 	fl.IntVar(&o.Concurrency, "concurrency", 16, "targets checked at once")
 	fl.DurationVar(&o.Timeout, "timeout", 10*time.Second, "time allowed for each target")
-	bindCAPIFlag(fl, &o.CAPIAPIVersion)
+	o.RenderFlags.bind(fl)
 	return cmd
 }
 
@@ -94,7 +93,11 @@ func (o *VerifyOptions) Run(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := loadAndRender(o.f, o.Filename, spec.Options{CAPIAPIVersion: o.CAPIAPIVersion})
+	opts, err := o.RenderFlags.options()
+	if err != nil {
+		return err
+	}
+	r, err := loadAndRender(o.f, o.Filename, opts)
 	if err != nil {
 		return err
 	}

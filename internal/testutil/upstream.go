@@ -22,7 +22,8 @@ var clusterctlVariable = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*(?::?=([^
 // management components (../shared/fixtures/eksa/manifests/upstream/<name>)
 // as a management cluster holds it: clusterctl's template variables replaced
 // by their defaults, as clusterctl does when EKS-A installs a provider with
-// no variables set. Documents come back in file order.
+// no variables set (a variable without a default, which EKS-A always sets,
+// stays as text). Documents come back in file order.
 func UpstreamManifest(t testing.TB, name string) []map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(SharedFixtures(t), "manifests", "upstream", name))
@@ -30,6 +31,9 @@ func UpstreamManifest(t testing.TB, name string) []map[string]any {
 		t.Fatal(err)
 	}
 	raw = clusterctlVariable.ReplaceAllFunc(raw, func(v []byte) []byte {
+		if !bytes.Contains(v, []byte("=")) {
+			return v // no default: EKS-A sets it (the Snow image); kept as text
+		}
 		return clusterctlVariable.FindSubmatch(v)[1]
 	})
 	var docs []map[string]any

@@ -133,7 +133,38 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 		}
 	}
 	sortObjects(r.Objects)
+	r.Issues = append(r.Issues, r.mirrorIssues(in)...)
 	return r, nil
+}
+
+// mirrorIssues: a Cluster that pulls through a registry mirror can run only
+// the images the mirror holds, which are EKS Anywhere's bundle images, so a
+// built-in default image that is rendered needs saying.
+func (r *Result) mirrorIssues(in *spec.Input) spec.Issues {
+	c := r.Config
+	if c.RegistryMirror == "" {
+		return nil
+	}
+	used := map[string]bool{}
+	for _, o := range r.Objects {
+		for _, img := range templates.Images(o.Object) {
+			used[img] = true
+		}
+	}
+	for _, e := range r.DeploymentEdits {
+		if e.Sidecar != nil {
+			used[e.Sidecar.Image] = true
+		}
+	}
+	var out spec.Issues
+	for i, img := range []struct{ field, ref string }{{"kubeRBACProxy", c.Images.KubeRBACProxy}, {"haproxy", c.Images.HAProxy}} {
+		if c.ImageSources[i] == "default" && used[img.ref] {
+			out = append(out, in.MetricsIssue("images."+img.field, fmt.Sprintf(
+				"the Cluster pulls through registry mirror %s, which holds the images of EKS Anywhere's bundle, and %s is eksa-metrics' default: pass --bundles-override with the cluster's Bundles manifest, or set spec.images.%s to an image the mirror holds",
+				c.RegistryMirror, img.ref, img.field)))
+		}
+	}
+	return out
 }
 
 // RenderFile renders a loaded cluster file: Render, with every problem and

@@ -55,6 +55,11 @@ type Config struct {
 	DefaultScraper bool
 
 	Images metricsv1alpha1.Images
+	// ImageSources say where the kube-rbac-proxy and HAProxy images come
+	// from: "spec.images", the bundles file's path, or "default".
+	ImageSources [2]string
+	// RegistryMirror is the Cluster's registryMirrorConfiguration endpoint.
+	RegistryMirror string
 }
 
 // Default images, pinned. --bundles-override and spec.images override them.

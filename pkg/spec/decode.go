@@ -23,7 +23,10 @@ const maxAliases = 1000
 // problem (not only the first) with the field path, and remembers the line of
 // each field so that later validation errors can name it too.
 type decoder struct {
-	strict  bool // unknown fields are errors (the metrics section); else ignored (EKS-A documents)
+	strict bool // unknown fields are errors (the metrics section); else ignored (EKS-A documents)
+	// foreign: a document eksa-metrics only reads from (a Bundles manifest):
+	// a duplicate key is an error only where eksa-metrics reads the field.
+	foreign bool
 	errs    field.ErrorList
 	lines   map[string]int
 	aliases int
@@ -157,6 +160,9 @@ func (d *decoder) structValue(n *yaml.Node, rv reflect.Value, path *field.Path) 
 			continue
 		}
 		child := path.Child(k.Value)
+		if _, known := fields[k.Value]; d.foreign && !known {
+			continue
+		}
 		if first, dup := seen[k.Value]; dup {
 			d.fail(k.Line, field.Duplicate(child, fmt.Sprintf("already set on line %d", first)))
 			continue

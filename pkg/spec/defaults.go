@@ -11,6 +11,9 @@ type Options struct {
 	// CAPIAPIVersion is used when the Cluster has no eksaVersion
 	// (--capi-api-version); empty means v1beta2.
 	CAPIAPIVersion string
+	// Bundles is the EKS Anywhere Bundles manifest (--bundles-override): its
+	// images are used where spec.images names none.
+	Bundles *Bundles
 }
 
 func boolOr(p *bool, def bool) bool {
@@ -50,6 +53,9 @@ func Default(in *Input, opts Options) *Config {
 		}
 	}
 	c.OSFamily = in.controlPlaneOS()
+	if rm := cl.Spec.RegistryMirrorConfiguration; rm != nil {
+		c.RegistryMirror = rm.Endpoint
+	}
 	if c.Exposure == "" {
 		c.Exposure = metricsv1alpha1.ExposureProxy
 	}
@@ -107,11 +113,23 @@ func Default(in *Input, opts Options) *Config {
 		}
 	}
 	c.Images = m.Images
-	if c.Images.KubeRBACProxy == "" {
-		c.Images.KubeRBACProxy = DefaultKubeRBACProxyImage
+	c.ImageSources = [2]string{"spec.images", "spec.images"}
+	var vb VersionsBundle
+	if opts.Bundles != nil {
+		vb, _ = opts.Bundles.For(c.KubeVersion)
 	}
-	if c.Images.HAProxy == "" {
-		c.Images.HAProxy = DefaultHAProxyImage
+	for i, img := range []struct {
+		ref    *string
+		bundle BundleImage
+		def    string
+	}{{&c.Images.KubeRBACProxy, vb.KubeRBACProxy, DefaultKubeRBACProxyImage}, {&c.Images.HAProxy, vb.HAProxy, DefaultHAProxyImage}} {
+		switch {
+		case *img.ref != "":
+		case img.bundle.URI != "":
+			*img.ref, c.ImageSources[i] = img.bundle.Ref(), opts.Bundles.Path
+		default:
+			*img.ref, c.ImageSources[i] = img.def, "default"
+		}
 	}
 	return c
 }

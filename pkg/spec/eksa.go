@@ -21,6 +21,13 @@ type ClusterSpec struct {
 	ExternalEtcdConfiguration     *ExternalEtcdConfiguration `json:"externalEtcdConfiguration,omitempty"`
 	DatacenterRef                 Ref                        `json:"datacenterRef"`
 	EtcdEncryption                []any                      `json:"etcdEncryption,omitempty"`
+	RegistryMirrorConfiguration   *RegistryMirror            `json:"registryMirrorConfiguration,omitempty"`
+}
+
+// RegistryMirror is the part of registryMirrorConfiguration read here: nodes
+// pull through it, so images must exist there.
+type RegistryMirror struct {
+	Endpoint string `json:"endpoint"`
 }
 
 // ObjectMeta is the part of an EKS-A document's metadata read here.

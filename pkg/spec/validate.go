@@ -190,6 +190,14 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	if c.EKSAVersion == nil && opts.CAPIAPIVersion == "" {
 		warn(DocCluster, cs.Child("eksaVersion"), "not set, so the KubeadmControlPlane is rendered for CAPI %s by %s; set spec.eksaVersion, or pass --capi-api-version v1beta1 for a management cluster on EKS Anywhere v0.24 or earlier", c.CAPIVersion, c.CAPIReason)
 	}
+	if b := opts.Bundles; b != nil {
+		if _, exact := b.For(c.KubeVersion); !exact && c.KubeVersion.Minor > 0 {
+			warn(DocCluster, cs.Child("kubernetesVersion"), "%s has no versions bundle for Kubernetes %s; its first one (%s) is used, as EKS Anywhere does for the management components", b.Path, cl.Spec.KubernetesVersion, b.Versions[0].KubeVersion)
+		}
+		if c.EKSAVersion != nil && !b.covers(*c.EKSAVersion) {
+			warn(DocCluster, cs.Child("eksaVersion"), "%s is the bundle of EKS Anywhere %s, but the Cluster runs %s: its images may not be the ones the cluster's registry holds", b.Path, b.release(), c.EKSAVersion)
+		}
+	}
 	if c.Provider == ProviderCloudStack {
 		warn(DocCluster, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in v0.26.0")
 	}

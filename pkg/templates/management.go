@@ -167,12 +167,24 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 	}
 	if e.Sidecar != nil {
 		if i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Sidecar.Name }); i >= 0 {
-			spec.Containers[i] = *e.Sidecar.DeepCopy()
+			if !sidecarIs(spec.Containers[i], *e.Sidecar) {
+				spec.Containers[i] = *e.Sidecar.DeepCopy()
+			}
 		} else {
 			spec.Containers = append(spec.Containers, *e.Sidecar.DeepCopy())
 		}
 	}
 	return !equality.Semantic.DeepEqual(before, d), nil
+}
+
+// sidecarIs reports whether a live container already is the sidecar: the
+// fields eksa-metrics sets are equal (the API server fills in others, such
+// as terminationMessagePath and imagePullPolicy, which must not make every
+// apply write again).
+func sidecarIs(live, want corev1.Container) bool {
+	return live.Image == want.Image && slices.Equal(live.Args, want.Args) && slices.Equal(live.Command, want.Command) &&
+		equality.Semantic.DeepEqual(live.Ports, want.Ports) && equality.Semantic.DeepEqual(live.SecurityContext, want.SecurityContext) &&
+		equality.Semantic.DeepEqual(live.Resources, want.Resources) && len(live.Env) == 0 && len(live.VolumeMounts) == 0
 }
 
 // setArg replaces "--flag", "--flag=..." by arg, where it stands, or appends it.

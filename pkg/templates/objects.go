@@ -6,6 +6,7 @@ package templates
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -107,4 +108,20 @@ func ObjectName(kind, namespace, name string) string {
 		return kind + " " + name
 	}
 	return kind + " " + namespace + "/" + name
+}
+
+// Images lists the container images of an object's pod template.
+func Images(obj Object) []string {
+	var out []string
+	for _, list := range []string{"containers", "initContainers"} {
+		cs, _, _ := unstructured.NestedSlice(obj, "spec", "template", "spec", list)
+		for _, c := range cs {
+			if m, ok := c.(map[string]any); ok {
+				if img, ok := m["image"].(string); ok {
+					out = append(out, img)
+				}
+			}
+		}
+	}
+	return out
 }

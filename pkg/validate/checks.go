@@ -22,6 +22,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // Checks is the table of every check, in the order they run and print.
@@ -43,7 +44,7 @@ func Checks() []Check {
 		{"prometheus-operator-crds", "online", checkCRDs},
 		{"prometheus-selects-monitors", "online", checkPrometheusSelects},
 		{"cluster-not-paused", "online", checkNotPaused},
-		{"eksa-controller-auth", "online", checkEKSAControllerAuth},
+		{"management-components", "online", checkManagementComponents},
 	}
 }
 
@@ -403,31 +404,66 @@ func checkNotPaused(ctx context.Context, in *Input) Result {
 	return pass("EKS-A Cluster %s/%s is not paused", ns, name)
 }
 
-func checkEKSAControllerAuth(ctx context.Context, in *Input) Result {
-	if !in.Result.Config.Management {
-		return pass("a workload cluster: eksa-controller-manager runs on the management cluster")
+// checkManagementComponents holds the catalog against the live management
+// cluster: each controller's Deployment runs as the ServiceAccount the
+// rendered binding names, its pods carry the labels the rendered Service
+// selects, and that ServiceAccount may review tokens (itself, or through the
+// rendered auth-delegator binding), without which its secure metrics refuse
+// every scraper.
+func checkManagementComponents(ctx context.Context, in *Input) Result {
+	c := in.Result.Config
+	rows := templates.ManagementComponents(c)
+	if len(rows) == 0 {
+		return pass("no management component is rendered")
 	}
-	user := "system:serviceaccount:eksa-system:eksa-controller-manager"
-	var missing []string
-	for _, r := range []authorizationv1.ResourceAttributes{
-		{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
-		{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
-	} {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:eksa-system"}, ResourceAttributes: &r}}
-		res, err := in.Management.Core.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	var problems, notInstalled []string
+	for _, m := range rows {
+		d, err := in.Management.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			notInstalled = append(notInstalled, m.ID())
+			continue
+		}
 		if err != nil {
-			return Result{Status: Error, Message: "could not ask the API server (SubjectAccessReview)", Details: []string{err.Error()}}
+			return Result{Status: Error, Message: "could not read the management Deployments", Details: []string{err.Error()}}
 		}
-		if !res.Status.Allowed {
-			missing = append(missing, r.Verb+" "+r.Resource+"."+r.Group)
+		sa := d.Spec.Template.Spec.ServiceAccountName
+		if sa == "" {
+			sa = "default"
+		}
+		if sa != m.ServiceAccount {
+			problems = append(problems, fmt.Sprintf("%s runs as ServiceAccount %s, but eksa-metrics expects %s of %s", m.ID(), sa, m.ServiceAccount, m.Version))
+		}
+		if !labels.SelectorFromSet(m.PodLabels).Matches(labels.Set(d.Spec.Template.Labels)) {
+			problems = append(problems, fmt.Sprintf("%s: its pods carry %v, the rendered Service selects %v, so it would select no pod", m.ID(), d.Spec.Template.Labels, m.PodLabels))
+		}
+		if m.AuthDelegator {
+			continue // the rendered binding grants it
+		}
+		user := fmt.Sprintf("system:serviceaccount:%s:%s", m.Namespace, sa)
+		for _, r := range []authorizationv1.ResourceAttributes{
+			{Verb: "create", Group: "authentication.k8s.io", Resource: "tokenreviews"},
+			{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
+		} {
+			sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + m.Namespace, "system:authenticated"}, ResourceAttributes: &r}}
+			res, err := in.Management.Core.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+			if err != nil {
+				return Result{Status: Error, Message: "could not ask the API server (SubjectAccessReview)", Details: []string{err.Error()}}
+			}
+			if !res.Status.Allowed {
+				problems = append(problems, fmt.Sprintf("%s: ServiceAccount %s/%s may not %s %s.%s, so its metrics endpoint refuses every scraper", m.ID(), m.Namespace, sa, r.Verb, r.Resource, r.Group))
+			}
 		}
 	}
-	if len(missing) > 0 {
-		return Result{Status: Warn, Message: "eksa-controller-manager cannot authenticate scrapers of its secure metrics endpoint (EKS-A >= v0.25 dropped these rules)", Details: missing,
-			Remediation: "bind ServiceAccount eksa-system/eksa-controller-manager to system:auth-delegator (management-component support renders this)"}
+	msg := fmt.Sprintf("%d management components match the catalog and can authenticate scrapers", len(rows)-len(notInstalled))
+	if len(notInstalled) > 0 {
+		msg += fmt.Sprintf(" (%d not installed: %s)", len(notInstalled), strings.Join(notInstalled, ", "))
 	}
-	return pass("eksa-controller-manager may create tokenreviews and subjectaccessreviews")
+	if len(problems) > 0 {
+		return Result{Status: Fail, Message: "management components differ from what eksa-metrics expects of their release", Details: problems,
+			Remediation: "check spec.eksaVersion against the release the cluster runs; a customised Deployment can be left out with managementComponents.exclude"}
+	}
+	return pass("%s", msg)
 }
 
 // checkPrometheusSelects finds a prometheus-operator Prometheus that selects

@@ -2,36 +2,43 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
-// The management components, for real: the Cluster API core manager built
-// from sigs.k8s.io/cluster-api, started with the arguments eksa-metrics
-// renders for capi-controller-manager, serves its metrics securely; and the
-// kube-rbac-proxy sidecar eksa-metrics renders (here for the curated-packages
-// controller), in front of a plain-HTTP controller-runtime endpoint (the same
-// manager with --insecure-diagnostics), does too.
+// The management components, for real, as EKS-A v0.26 ships them: the
+// Cluster API core manager built from sigs.k8s.io/cluster-api runs with the
+// container arguments of the real upstream Deployment after eksa-metrics'
+// edit (here TLS 1.3) and serves its metrics securely, to TLS 1.3 only; the
+// kube-rbac-proxy sidecar eksa-metrics adds to the curated-packages
+// controller runs with its rendered arguments, as the ServiceAccount the
+// shipped chart binds to its proxy role, in front of a plain-HTTP
+// controller-runtime endpoint on 127.0.0.1 (the same manager with
+// --insecure-diagnostics), and does too.
 func TestManagementComponentsEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	manager := framework.Binary(t, "cluster-api-manager")
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: versions[0]})
 	cp.InstallCRDs(t, spec.CAPIv1beta2) // ServiceMonitor and KubeadmControlPlane
 	cp.InstallCRDDir(t, "cluster-api-core")
+	shipped := cp.InstallUpstream(t, "capi-core-v1.13.2.yaml", "eks-anywhere-packages-v0.4.17.yaml")
 
-	f, err := spec.Load("mgmt.yaml", strings.NewReader(strings.Replace(specFor("1.36", metricsv1alpha1.ExposureProxy), "  zPages:", "  managementComponents: {enabled: true}\n  zPages:", 1)))
+	f, err := spec.Load("mgmt.yaml", strings.NewReader(strings.Replace(specFor("1.36", "proxy"), "  zPages:", "  managementComponents: {enabled: true}\n  tls: {minVersion: VersionTLS13}\n  zPages:", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,10 +59,22 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	for _, e := range r.DeploymentEdits {
 		edits[e.Component.Deployment] = e
 	}
-	capi, packages := edits["capi-controller-manager"], edits["eks-anywhere-packages"]
-	if capi.SetArgs == nil || packages.Sidecar == nil {
-		t.Fatalf("missing edits: %v", edits)
+	// The edits applied to the real Deployments.
+	edited := func(id string) []corev1.Container {
+		e := edits[id[strings.Index(id, "/")+1:]]
+		d := testutil.UpstreamDeployment(t, []map[string]any{shipped[id]}, e.Component.Namespace, e.Component.Deployment)
+		if changed, err := e.Apply(d); err != nil || !changed {
+			t.Fatalf("%s: changed=%t err=%v", id, changed, err)
+		}
+		return d.Spec.Template.Spec.Containers
 	}
+	capiArgs := edited("capi-system/capi-controller-manager")[0].Args
+	if !slices.Contains(capiArgs, "--tls-min-version=VersionTLS13") {
+		t.Fatalf("capi-controller-manager args: %q", capiArgs)
+	}
+	pkgContainers := edited("eksa-packages/eks-anywhere-packages")
+	sidecar := pkgContainers[slices.IndexFunc(pkgContainers, func(c corev1.Container) bool { return c.Name == templates.SidecarName })]
+	packages := edits["eks-anywhere-packages"]
 
 	admin := cp.Kubeconfig(t, "capi-manager", "kubernetes-admin", "system:masters")
 	certDir := t.TempDir()
@@ -66,16 +85,19 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := func() []string {
+	// What a pod gives the manager and the test bed must change: the API
+	// server, the webhook certificate, free ports, no leader election.
+	testBed := func() []string {
 		return []string{"--kubeconfig=" + admin, "--leader-elect=false", "--webhook-cert-dir=" + certDir,
 			fmt.Sprintf("--webhook-port=%d", framework.FreePort(t)), fmt.Sprintf("--health-addr=127.0.0.1:%d", framework.FreePort(t))}
 	}
-	// The rendered arguments, with ":8443" (every address) narrowed to the stand-in node address.
-	args := base()
-	for _, a := range capi.SetArgs {
+	// The shipped and edited arguments, with ":8443" (every address)
+	// narrowed to the stand-in node address.
+	var args []string
+	for _, a := range capiArgs {
 		args = append(args, strings.Replace(a, "=:8443", "="+NodeIP+":8443", 1))
 	}
-	secure := framework.Start(t, "cluster-api-manager", manager, args)
+	secure := framework.Start(t, "cluster-api-manager", manager, append(args, testBed()...))
 
 	scraper := cp.Token(t, scraperNS, scraperSA)
 	unbound := cp.Token(t, unboundNS, unboundSA)
@@ -104,23 +126,29 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 		if c := status(""); c != http.StatusUnauthorized {
 			t.Errorf("%s: no token got %d, want 401", name, c)
 		}
+		tls12 := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}}} //nolint:gosec // self-signed test-bed endpoint
+		if resp, err := tls12.Get(url); err == nil {
+			resp.Body.Close()
+			t.Errorf("%s: a TLS 1.2 client was served (%d), the spec asks for TLS 1.3", name, resp.StatusCode)
+		}
 	}
-	expect("Cluster API manager (secure diagnostics)", "https://"+NodeIP+":8443/metrics", secure)
+	expect("Cluster API manager (shipped secure diagnostics, edited)", "https://"+NodeIP+":8443/metrics", secure)
 
 	// A plain-HTTP controller-runtime endpoint on 127.0.0.1:<upstream>, as the
-	// packages controller serves it, and the rendered sidecar in front.
+	// packages controller serves it, and the sidecar in front.
 	upstream := packages.Component.UpstreamPort
 	plain := framework.Start(t, "cluster-api-manager (insecure diagnostics)", manager,
-		append(base(), "--insecure-diagnostics", fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", upstream)))
+		append(testBed(), "--insecure-diagnostics", fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", upstream)))
 	sidecarNode := "127.0.0.3"
 	var sidecarArgs []string
-	for _, a := range packages.Sidecar.Args {
+	for _, a := range sidecar.Args {
 		sidecarArgs = append(sidecarArgs, strings.Replace(a, "0.0.0.0:", sidecarNode+":", 1))
 	}
-	// In the pod it runs as the Deployment's ServiceAccount, which the rendered binding delegates.
+	// In the pod it runs as the Deployment's ServiceAccount, which the
+	// shipped chart binds to its proxy role (tokenreviews, subjectaccessreviews).
 	token := cp.Token(t, packages.Component.Namespace, packages.Component.ServiceAccount)
 	sidecarArgs = append(sidecarArgs, "--kubeconfig="+cp.TokenKubeconfig(t, "packages", token))
-	sidecar := framework.Start(t, "kube-rbac-proxy sidecar", framework.Binary(t, "kube-rbac-proxy"), sidecarArgs)
-	expect("kube-rbac-proxy sidecar", "https://"+sidecarNode+":8443/metrics", sidecar)
+	proxy := framework.Start(t, "kube-rbac-proxy sidecar", framework.Binary(t, "kube-rbac-proxy"), sidecarArgs)
+	expect("kube-rbac-proxy sidecar", "https://"+sidecarNode+":8443/metrics", proxy)
 	_ = plain
 }

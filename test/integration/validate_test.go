@@ -120,8 +120,8 @@ func TestValidateOnline(t *testing.T) {
 	p := writeSpecVersion(t, "docker", zPagesOn, "1.34", "v0.26.1")
 
 	code, res, _ := runValidate(t, "-f", p, "--kubeconfig", kubeconfig)
-	if code != cli.ExitInvalid || res["drift"].Status != validate.Fail || res["scraper-identities"].Status != validate.Fail || res["eksa-controller-auth"].Status != validate.Warn {
-		t.Fatalf("before apply: exit %d drift=%+v scrapers=%+v auth=%+v", code, res["drift"], res["scraper-identities"], res["eksa-controller-auth"])
+	if code != cli.ExitInvalid || res["drift"].Status != validate.Fail || res["scraper-identities"].Status != validate.Fail || res["management-components"].Status != validate.Pass {
+		t.Fatalf("before apply: exit %d drift=%+v scrapers=%+v management=%+v", code, res["drift"], res["scraper-identities"], res["management-components"])
 	}
 	if code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
 		t.Fatalf("apply: %d\n%s", code, stderr)
@@ -129,7 +129,7 @@ func TestValidateOnline(t *testing.T) {
 	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
 	code, res, _ = runValidate(t, "-f", p, "--kubeconfig", kubeconfig)
 	for name, want := range map[string]validate.Status{"drift": validate.Pass, "scraper-identities": validate.Pass, "prometheus-operator-crds": validate.Pass,
-		"cluster-not-paused": validate.Skipped, "eksa-controller-auth": validate.Pass} { // apply bound it to system:auth-delegator
+		"cluster-not-paused": validate.Skipped, "management-components": validate.Pass} {
 		if res[name].Status != want {
 			t.Errorf("%s: %s %q %v, want %s", name, res[name].Status, res[name].Message, res[name].Details, want)
 		}

@@ -1,0 +1,93 @@
+package components_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+)
+
+// managementTable is the management catalog as docs/components.md shows
+// it: one row per controller and range of EKS-A releases, with the upstream
+// files the facts were read from.
+func managementTable() string {
+	var b strings.Builder
+	b.WriteString("| Deployment (namespace/name) | providers | pod labels (Service selector) | EKS-A | version | ServiceAccount | how metrics are served securely | auth-delegator binding | checked against |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, m := range components.ManagementCatalog {
+		providers := strings.Join(m.Providers, ", ")
+		if providers == "" {
+			providers = "all"
+		}
+		var lbls []string
+		for k, v := range m.PodLabels {
+			lbls = append(lbls, fmt.Sprintf("`%s: %s`", k, v))
+		}
+		sort.Strings(lbls)
+		for i, r := range m.Releases {
+			eksa := fmt.Sprintf("v0.%d", r.From.Minor)
+			if i+1 < len(m.Releases) {
+				if next := m.Releases[i+1].From.Minor - 1; next > r.From.Minor {
+					eksa += fmt.Sprintf(" to v0.%d", next)
+				}
+			} else {
+				eksa += " and later"
+			}
+			how := string(r.Method)
+			switch r.Method {
+			case components.Shipped:
+				how += "; apply checks `--diagnostics-address=:8443 --insecure-diagnostics=false`"
+				if r.TLSFlag != "" {
+					how += ", adds `" + r.TLSFlag + "` only for TLS 1.3"
+				} else {
+					how += "; no flag sets the TLS minimum of metrics"
+				}
+			case components.ShippedProxy:
+				how += " (container `" + r.ProxyContainer + "`); `" + r.TLSFlag + "` only for TLS 1.3"
+			case components.Sidecar:
+				if r.ListenFlag != "" {
+					how += fmt.Sprintf("; `%s=127.0.0.1:%d`", r.ListenFlag, r.UpstreamPort)
+				} else {
+					how += fmt.Sprintf("; no flag (upstream 127.0.0.1:%d)", r.UpstreamPort)
+				}
+			}
+			if r.Note != "" {
+				how += "; " + r.Note
+			}
+			bind := "no (its role has tokenreviews, subjectaccessreviews)"
+			if r.AuthDelegator {
+				bind = "yes"
+			}
+			if r.Method == components.Unsupported {
+				bind = "none rendered"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | `%s` | %s | %s | %s |\n", m.ID(), providers, strings.Join(lbls, ", "), eksa, r.Version, r.ServiceAccount, how, bind, r.Source)
+		}
+	}
+	return b.String()
+}
+
+const (
+	tableStart = "<!-- management catalog: generated from pkg/components/management.go by `make update-golden` -->\n"
+	tableEnd   = "<!-- end of management catalog -->\n"
+)
+
+// docs/components.md shows the catalog as it is.
+func TestComponentsDocShowsTheManagementCatalog(t *testing.T) {
+	path := filepath.Join(testutil.RepoRoot(), "docs", "components.md")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	start, end := strings.Index(doc, tableStart), strings.Index(doc, tableEnd)
+	if start < 0 || end < start {
+		t.Fatalf("%s has no management catalog markers", path)
+	}
+	want := doc[:start+len(tableStart)] + managementTable() + doc[end:]
+	testutil.Golden(t, path, []byte(want))
+}
