@@ -78,6 +78,7 @@ type options struct {
 	proxyConfig        string
 	podManifestPath    string
 	taints             []string
+	authorizationMode  string
 }
 
 func main() {
@@ -98,6 +99,7 @@ func main() {
 	fs.StringVar(&o.proxyConfig, "config", "", "kube-proxy: a KubeProxyConfiguration file (kubeadm's config.conf); its metricsBindAddress wins over --metrics-bind-address")
 	fs.StringVar(&o.podManifestPath, "pod-manifest-path", "", "kubelet: static pod manifests (kubeadm's /etc/kubernetes/manifests); the kubelet creates their mirror pods")
 	fs.StringSliceVar(&o.taints, "register-with-taints", nil, "kubelet: taints to register the node with (key=value:Effect or key:Effect)")
+	fs.StringVar(&o.authorizationMode, "authorization-mode", "Webhook", "kubelet: Webhook (EKS-A's nodes) or AlwaysAllow (a misconfigured node, for tests that break it)")
 	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
 	klog.InitFlags(klogFlags) // -v, --logtostderr, ...
 	fs.AddGoFlagSet(klogFlags)
@@ -172,6 +174,12 @@ func runKubelet(ctx context.Context, o options, flagz flagzReader) error {
 	c.Authentication.Webhook.Enabled = true
 	c.Authentication.X509.ClientCAFile = o.clientCAFile
 	c.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
+	if o.authorizationMode != string(kubeletconfig.KubeletAuthorizationModeWebhook) {
+		if o.authorizationMode != string(kubeletconfig.KubeletAuthorizationModeAlwaysAllow) {
+			return fmt.Errorf("--authorization-mode %q: want Webhook or AlwaysAllow", o.authorizationMode)
+		}
+		c.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeAlwaysAllow
+	}
 	c.FeatureGates = o.featureGates
 
 	// Heartbeats get their own unthrottled client with a timeout, as in kubemark and the kubelet.

@@ -105,9 +105,12 @@ func (o *VerifyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	results, err := engine.Verify(ctx, cl.Workload, r, engine.VerifyOptions{Concurrency: o.Concurrency, Timeout: o.Timeout,
+	results, err := engine.Verify(ctx, cl, r, engine.VerifyOptions{Concurrency: o.Concurrency, Timeout: o.Timeout,
 		Cleanup: func(err error) {
 			fmt.Fprintf(o.f.IOStreams.ErrOut, "Warning: cleaning up verify's temporary objects: %v\n", err)
+		},
+		NotInstalled: func(id string) {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "Deployment %s is not installed: nothing to verify there.\n", id)
 		}})
 	if err != nil {
 		return err

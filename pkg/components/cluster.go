@@ -68,6 +68,9 @@ type Cluster struct {
 	// PodLabels select the component's own pods (kubeadm's static pods, its
 	// kube-proxy DaemonSet): what a Service selects in bindAddress mode.
 	PodLabels map[string]string
+	// Refused are paths the scraper must not be served (what its role does
+	// not grant and the component guards: the kubelet's nodes/proxy, logs).
+	Refused []string
 	// SelfSigned explains why a scraper cannot verify the serving certificate.
 	SelfSigned string
 	Placement  Placement
@@ -96,6 +99,8 @@ var ClusterCatalog = []Cluster{
 		SelfSigned: "kube-rbac-proxy generates a self-signed serving certificate in front of kube-proxy's plain-HTTP metrics",
 		Placement:  EveryNode, Proxy: KubeRBACProxy, On: func(c *spec.Config) bool { return c.KubeProxy }},
 	{ID: Kubelet, Job: "kubelet", PortName: "https-metrics", Port: 10250, TLS: true, Paths: []string{"/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/slis"}, ZPages: true,
+		// nodes/proxy (pods, exec, run, pprof), nodes/log, nodes/spec: none of them is the scraper's.
+		Refused: []string{"/pods", "/runningpods/", "/exec/kube-system/pod/container", "/run/kube-system/pod/container", "/debug/pprof/", "/logs/", "/spec/"},
 		SelfSigned: "kubelets self-sign their serving certificate unless serverTLSBootstrap is on",
 		Placement:  EveryNode, On: func(c *spec.Config) bool { return c.Kubelet }},
 }
@@ -116,6 +121,15 @@ func Enabled(c *spec.Config) []Cluster {
 		}
 	}
 	return out
+}
+
+// ServesZPages reports whether the component serves /statusz and /flagz on
+// the cluster's version: from 1.36 by default; on 1.33 to 1.35 only where
+// eksa-metrics renders the feature gates (the KubeadmControlPlane
+// components). The kubelet's gates come from EKS-A's machine configuration
+// and kube-proxy's from its ConfigMap, which eksa-metrics does not set.
+func ServesZPages(c *spec.Config, row Cluster) bool {
+	return row.ZPages && (c.KubeVersion.AtLeast(spec.ZPagesDefaultOnMinor) || row.Kubeadm != "" && c.KubeVersion.ZPageGatesNeeded())
 }
 
 // Where returns the enabled rows that satisfy keep.

@@ -3,14 +3,19 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 )
 
@@ -20,13 +25,19 @@ type VerifyOptions struct {
 	Timeout     time.Duration
 	// Cleanup reports a failure to delete a temporary object.
 	Cleanup func(error)
+	// NotInstalled names a management component whose Deployment does not
+	// exist, so there is nothing to verify.
+	NotInstalled func(id string)
 }
 
-// Verify finds every target of a render in the workload cluster (the API
-// server, the nodes from the Node objects), makes the temporary identities,
+// Verify finds every target of a render: in the workload cluster the API
+// server and, from the Node objects, every node's components; on a
+// management cluster every management controller's pods, from the
+// EndpointSlices of its metrics Service. It makes the temporary identities,
 // checks every target, and deletes the identities again, also when ctx is
 // cancelled.
-func Verify(ctx context.Context, workload *cluster.Cluster, r *render.Result, opts VerifyOptions) ([]verify.Result, error) {
+func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOptions) ([]verify.Result, error) {
+	workload := cl.Workload
 	nodeList, err := workload.Core.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing the workload cluster's nodes: %w", err)
@@ -45,6 +56,11 @@ func Verify(ctx context.Context, workload *cluster.Cluster, r *render.Result, op
 		}
 	}
 	targets := verify.Targets(r.Config, strings.TrimSuffix(workload.Server, "/"), nodes)
+	mgmt, err := managementTargets(ctx, cl.Management, r, opts.NotInstalled)
+	if err != nil {
+		return nil, err
+	}
+	targets = append(targets, mgmt...)
 
 	ids, err := verify.NewIdentities(ctx, workload.Core, r.Config.Scrapers)
 	defer func() {
@@ -59,4 +75,45 @@ func Verify(ctx context.Context, workload *cluster.Cluster, r *render.Result, op
 		return nil, err
 	}
 	return verify.Run(ctx, targets, verify.Options{ScraperToken: ids.ScraperToken, UnboundToken: ids.UnboundToken, ClusterCA: workload.CA, Concurrency: opts.Concurrency, Timeout: opts.Timeout}), nil
+}
+
+// managementTargets lists the ready endpoints of each management
+// controller's metrics Service, one target per pod.
+func managementTargets(ctx context.Context, mgmt *cluster.Cluster, r *render.Result, notInstalled func(string)) ([]verify.Target, error) {
+	var out []verify.Target
+	for _, m := range templates.ManagementComponents(r.Config) {
+		if _, err := mgmt.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			if notInstalled != nil {
+				notInstalled(m.ID())
+			}
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("reading Deployment %s in the %s: %w", m.ID(), mgmt, err)
+		}
+		svc := m.Deployment + "-metrics"
+		eps, err := mgmt.Core.DiscoveryV1().EndpointSlices(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+		if err != nil {
+			return nil, fmt.Errorf("listing the endpoints of Service %s/%s in the %s: %w", m.Namespace, svc, mgmt, err)
+		}
+		var found []verify.Target
+		for _, sl := range eps.Items {
+			for _, ep := range sl.Endpoints {
+				if ep.Conditions.Ready != nil && !*ep.Conditions.Ready || len(ep.Addresses) == 0 {
+					continue
+				}
+				pod := ep.Addresses[0]
+				if ep.TargetRef != nil {
+					pod = ep.TargetRef.Name
+				}
+				found = append(found, verify.ManagementTarget(m.Deployment, pod, ep.Addresses[0], ""))
+			}
+		}
+		if len(found) == 0 {
+			found = append(found, verify.ManagementTarget(m.Deployment, "", "", fmt.Sprintf(
+				"Service %s/%s has no ready endpoint: no ready pod of Deployment %s carries %s (is the Service applied, and are the pods ready?)", m.Namespace, svc, m.ID(), labels.SelectorFromSet(m.PodLabels))))
+		}
+		sort.Slice(found, func(i, j int) bool { return found[i].Node < found[j].Node })
+		out = append(out, found...)
+	}
+	return out, nil
 }

@@ -36,17 +36,20 @@ type Options struct {
 
 // Result is one target's row.
 type Result struct {
-	Target    Target   `json:"target"`
-	Reachable bool     `json:"reachable"`
-	TLS       string   `json:"tls"`               // "cluster CA", "self-signed", "unknown CA", "plain HTTP"
-	Scraper   int      `json:"scraperStatus"`     // HTTP status for the scraper on the first path
-	Samples   int      `json:"samples"`           // samples across the metrics paths
-	Unbound   int      `json:"unboundStatus"`     // HTTP status for an unbound identity
-	Anonymous int      `json:"anonymousStatus"`   // HTTP status without credentials
-	Version   string   `json:"version,omitempty"` // from /statusz
-	Emulation string   `json:"emulationVersion,omitempty"`
-	Uptime    string   `json:"uptime,omitempty"`
-	Problems  []string `json:"problems,omitempty"` // why the row fails, for a person
+	Target    Target `json:"target"`
+	Reachable bool   `json:"reachable"`
+	TLS       string `json:"tls"`               // "cluster CA", "self-signed", "unknown CA", "plain HTTP"
+	Scraper   int    `json:"scraperStatus"`     // HTTP status for the scraper on the first path
+	Samples   int    `json:"samples"`           // samples across the metrics paths
+	Unbound   int    `json:"unboundStatus"`     // HTTP status for an unbound identity
+	Anonymous int    `json:"anonymousStatus"`   // HTTP status without credentials
+	Refused   int    `json:"refused"`           // paths refused to the scraper, as they must be
+	Version   string `json:"version,omitempty"` // from /statusz
+	Emulation string `json:"emulationVersion,omitempty"`
+	Uptime    string `json:"uptime,omitempty"`
+	// Expires is when the serving certificate expires (RFC 3339).
+	Expires  string   `json:"certificateExpires,omitempty"`
+	Problems []string `json:"problems,omitempty"` // why the row fails, for a person
 }
 
 // Pass reports whether the target passed every check.
@@ -88,6 +91,10 @@ func Run(ctx context.Context, targets []Target, opts Options) []Result {
 func check(ctx context.Context, t Target, opts Options) Result {
 	r := Result{Target: t}
 	fail := func(format string, args ...any) { r.Problems = append(r.Problems, fmt.Sprintf(format, args...)) }
+	if t.Missing != "" {
+		fail("%s", t.Missing)
+		return r
+	}
 	u, err := url.Parse(t.Endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		fail("endpoint %q is not an http(s) URL", t.Endpoint)
@@ -108,11 +115,24 @@ func check(ctx context.Context, t Target, opts Options) Result {
 	} else {
 		certs, err := handshake(ctx, dialer, u.Host, opts.Timeout)
 		if err != nil {
-			fail("unreachable: %s", reason(err))
+			why := reason(err)
+			switch {
+			case t.PodNetwork && strings.HasPrefix(why, "connection refused"):
+				why = "connection refused (nothing listens on the pod's metrics port: is the Deployment edited by apply, or its kube-rbac-proxy sidecar running?)"
+			case t.PodNetwork:
+				why += " (a pod address, reachable only from the cluster's pod network: run verify on a node or in a pod of that cluster)"
+			}
+			fail("unreachable: %s", why)
 			return r
 		}
 		r.Reachable = true
 		r.TLS = classifyTLS(certs, opts.ClusterCA)
+		if len(certs) > 0 {
+			r.Expires = certs[0].NotAfter.UTC().Format(time.RFC3339)
+			if p := expiryProblem(certs[0].NotAfter, time.Now(), r.TLS); p != "" {
+				fail("%s", p)
+			}
+		}
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if t.VerifyWithClusterCA {
 			if opts.ClusterCA == nil {
@@ -210,7 +230,7 @@ func check(ctx context.Context, t Target, opts Options) Result {
 		if code, _, err := get(p, opts.UnboundToken, ""); err == nil {
 			r.Unbound = code
 			if code == http.StatusOK {
-				fail("SERVES METRICS TO AN UNBOUND IDENTITY: an identity with no RBAC binding gets 200 on %s; some binding grants too much (check who is bound to roles with /metrics)", p)
+				fail("SERVES METRICS TO AN UNBOUND IDENTITY: an identity with no RBAC binding gets 200 on %s: the target does not ask the API server who may read it (authorization off, such as a kubelet with --authorization-mode=AlwaysAllow), or some binding grants too much (check who is bound to roles with /metrics)", p)
 			}
 		}
 		if code, _, err := get(p, "", ""); err == nil {
@@ -236,6 +256,25 @@ func check(ctx context.Context, t Target, opts Options) Result {
 			fail("the scraper gets %d on /statusz%s", code, statusHint(code))
 		default:
 			r.Version, r.Emulation, r.Uptime = parseStatusz(body)
+		}
+	}
+	for _, p := range t.FlagzPaths {
+		switch code, _, err := get(p, opts.ScraperToken, "text/plain"); {
+		case err != nil:
+			fail("%s unreachable: %s", p, reason(err))
+		case code != http.StatusOK:
+			fail("the scraper gets %d on %s, which zPages.flagz asks for%s", code, p, statusHint(code))
+		}
+	}
+	for _, p := range t.Refused {
+		code, _, err := get(p, opts.ScraperToken, "")
+		switch {
+		case err != nil:
+			fail("%s unreachable: %s", p, reason(err))
+		case code == http.StatusOK:
+			fail("THE SCRAPER IS SERVED %s, which its roles must not grant (nodes/proxy, logs, or a z-page not asked for): check what else is bound to it", p)
+		default:
+			r.Refused++
 		}
 	}
 	return r
@@ -271,6 +310,26 @@ func statusHint(code int) string {
 		return " (404: the path is not served; for z-pages check the feature gates, for a proxy its --allow-paths)"
 	}
 	return ""
+}
+
+// ExpiryWarning is how close to its expiry a serving certificate is reported.
+const ExpiryWarning = 30 * 24 * time.Hour
+
+// expiryProblem reports a serving certificate that has expired or expires
+// within ExpiryWarning.
+func expiryProblem(notAfter, now time.Time, class string) string {
+	left := notAfter.Sub(now)
+	if left >= ExpiryWarning {
+		return ""
+	}
+	how := "renew it before then"
+	if class == "self-signed" {
+		how = "a component that makes its own certificate makes a new one when it restarts"
+	}
+	if left <= 0 {
+		return fmt.Sprintf("the serving certificate EXPIRED on %s (%d days ago): clients that verify it refuse it; %s", notAfter.UTC().Format(time.DateOnly), int(-left.Hours()/24), how)
+	}
+	return fmt.Sprintf("the serving certificate expires on %s, in %d days: %s", notAfter.UTC().Format(time.DateOnly), int(left.Hours()/24), how)
 }
 
 func reason(err error) string {

@@ -28,7 +28,17 @@ type Target struct {
 	Node      string // "" for the API server
 	Endpoint  string // scheme://host:port
 	Paths     []string
-	ZPages    bool
+	// ZPages: the scraper reads /statusz. FlagzPaths must serve it too
+	// (flagz asked for); Refused must not (what its roles do not grant).
+	ZPages     bool
+	FlagzPaths []string
+	Refused    []string
+	// Missing says why there is nothing to reach (a management component
+	// whose Service has no ready endpoint); the row fails with it.
+	Missing string
+	// PodNetwork: the endpoint is a pod address, reachable only from the
+	// cluster's pod network.
+	PodNetwork bool
 	// Plain is true for a plain-HTTP endpoint accepted with allowInsecure:
 	// it is expected to serve anyone, and is reported as such. It never gets
 	// a token.
@@ -51,9 +61,11 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var out []Target
 	for _, comp := range components.Enabled(c) {
-		z := comp.ZPages && c.Statusz
+		z := components.ServesZPages(c, comp) && c.Statusz
 		if comp.Placement == components.APIServerEndpoint {
-			out = append(out, Target{Component: comp.ID, Endpoint: apiServer, Paths: comp.Paths, ZPages: z, VerifyWithClusterCA: true})
+			t := Target{Component: comp.ID, Endpoint: apiServer, Paths: comp.Paths, ZPages: z, VerifyWithClusterCA: true}
+			t.FlagzPaths, t.Refused = zPagePaths(c, comp)
+			out = append(out, t)
 			continue
 		}
 		for _, n := range nodes {
@@ -65,8 +77,45 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 			if plain {
 				scheme = "http"
 			}
-			out = append(out, Target{Component: comp.ID, Node: n.Name, Endpoint: scheme + "://" + net.JoinHostPort(n.Address, strconv.Itoa(comp.Port)), Paths: comp.Paths, ZPages: z && !plain, Plain: plain})
+			t := Target{Component: comp.ID, Node: n.Name, Endpoint: scheme + "://" + net.JoinHostPort(n.Address, strconv.Itoa(comp.Port)), Paths: comp.Paths, ZPages: z && !plain, Plain: plain}
+			if !plain {
+				t.FlagzPaths, t.Refused = zPagePaths(c, comp)
+			}
+			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// zPagePaths: /flagz (where served) and the kubelet's /configz (both
+// nodes/configz there) must serve the scraper when flagz is asked for and
+// must not otherwise; /statusz must not when statusz is not asked for; and
+// the component's own refused paths.
+func zPagePaths(c *spec.Config, comp components.Cluster) (flagz, refused []string) {
+	refused = append(refused, comp.Refused...)
+	var fz []string
+	if components.ServesZPages(c, comp) {
+		fz = append(fz, "/flagz")
+		if !c.Statusz {
+			refused = append(refused, "/statusz")
+		}
+	}
+	if comp.ID == components.Kubelet {
+		fz = append(fz, "/configz") // served by every kubelet version
+	}
+	if c.Flagz {
+		return fz, refused
+	}
+	return nil, append(refused, fz...)
+}
+
+// ManagementTarget is a management controller's pod behind its metrics
+// Service (an EndpointSlice address), or, with missing set, a controller
+// that is installed but has no ready endpoint.
+func ManagementTarget(deployment, pod, address, missing string) Target {
+	t := Target{Component: components.ID(deployment), Node: pod, Paths: []string{"/metrics"}, Missing: missing, PodNetwork: true}
+	if address != "" {
+		t.Endpoint = "https://" + net.JoinHostPort(address, strconv.Itoa(components.MetricsPort))
+	}
+	return t
 }

@@ -5,7 +5,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -108,7 +107,6 @@ func onNode(args kubeadm.Args) kubeadm.Args {
 }
 
 func runCluster(t *testing.T, version string, mode metricsv1alpha1.Exposure) counts {
-	ctx := context.Background()
 	minor := strings.Join(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[:2], ".")
 	f, err := spec.Load("e2e.yaml", strings.NewReader(specFor(minor, mode)))
 	if err != nil {
@@ -126,15 +124,7 @@ func runCluster(t *testing.T, version string, mode metricsv1alpha1.Exposure) cou
 		APIServerArgs: ch.Args(kubeadm.APIServer),
 	})
 	cp.InstallCRDs(t, spec.CAPIv1beta2)
-	var workload []map[string]any
-	for _, o := range r.Objects {
-		if o.Destination != render.Management {
-			workload = append(workload, o.Object)
-		}
-	}
-	if err := cp.Apply(ctx, framework.FieldManager, false, workload...); err != nil {
-		t.Fatalf("applying the rendered objects: %v", err)
-	}
+	apply(t, cp, r)
 
 	kcmKubeconfig := cp.Kubeconfig(t, "controller-manager", "system:kube-controller-manager")
 	schedKubeconfig := cp.Kubeconfig(t, "scheduler", "system:kube-scheduler")
@@ -236,7 +226,7 @@ func startProxies(t *testing.T, cp *framework.ControlPlane, r *render.Result) []
 	// kube-rbac-proxy as the rendered ServiceAccount, with the rendered args.
 	token := cp.Token(t, templates.SystemNS, templates.ProxySA)
 	kubeconfig := cp.TokenKubeconfig(t, "kube-rbac-proxy", token)
-	standInKubeProxy(t)
+	startKubeProxy(t, cp, "127.0.0.1")
 	for _, ref := range []struct{ ds, container string }{
 		{templates.ControlPlaneDS, "kube-rbac-proxy-etcd"},
 		{templates.NodeDS, "kube-rbac-proxy-kube-proxy"},
@@ -251,10 +241,24 @@ func startProxies(t *testing.T, cp *framework.ControlPlane, r *render.Result) []
 	return procs
 }
 
-// standInKubeProxy serves what kube-proxy serves on 127.0.0.1:10249 (plain
-// HTTP, no authentication). kube-proxy itself is not started: it reprograms
-// the machine's packet filter, which a test must not do.
-func standInKubeProxy(t *testing.T) { standInKubeProxyAt(t, "127.0.0.1") }
+// startKubeProxy runs kube-proxy's real metrics server (the hollow node's
+// kube-proxy: the real server over a proxier that writes no packet-filter
+// rules) with its metrics on host:10249, as kubeadm's config.conf puts it
+// on 127.0.0.1 and the bindAddress edit on the node address.
+func startKubeProxy(t *testing.T, cp *framework.ControlPlane, host string) {
+	t.Helper()
+	args := []string{"--morph=proxy", "--kubeconfig=" + cp.Kubeconfig(t, "kube-proxy", "system:kube-proxy"), "--node-name=cp-1",
+		"--metrics-bind-address=" + host + ":10249"}
+	p := framework.Start(t, "kube-proxy", framework.Binary(t, filepath.Join("k8s", cp.Version, "hollow-node")), args)
+	framework.WaitFor(t, "kube-proxy's metrics server", 30*time.Second, func() (bool, error) {
+		resp, err := http.Get("http://" + host + ":10249/healthz")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return true, nil
+	}, p)
+}
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
@@ -263,30 +267,17 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func standInKubeProxyAt(t *testing.T, host string) {
-	mux := http.NewServeMux()
-	metrics := "# HELP kubeproxy_sync_proxy_rules_duration_seconds stand-in\n# TYPE kubeproxy_sync_proxy_rules_duration_seconds counter\nkubeproxy_sync_proxy_rules_duration_seconds 1\n"
-	for _, p := range []string{"/metrics", "/metrics/slis"} {
-		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, metrics) })
-	}
-	mux.HandleFunc("/statusz", func(w http.ResponseWriter, _ *http.Request) {
-		io.WriteString(w, "kube-proxy statusz\nUptime: 1s\nBinary version: 0.0.0-stand-in\n")
-	})
-	for _, p := range []string{"/flagz", "/configz", "/healthz"} {
-		mux.HandleFunc(p, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "kube-proxy stand-in\n") })
-	}
-	srv := &http.Server{Addr: host + ":10249", Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.ListenAndServe() }()
-	t.Cleanup(func() { _ = srv.Close() })
-}
-
 type target struct {
-	name     string
-	base     string
-	paths    []string
-	zpages   bool
-	insecure bool     // plain HTTP without authentication (bindAddress with allowInsecure)
-	blocked  []string // paths the proxy must not pass (404 even for the scraper)
+	name   string
+	base   string
+	paths  []string
+	zpages bool
+	// statuszOnly: of the z-pages only /statusz (kube-proxy: the hollow
+	// node's kube-proxy serves no /flagz, and no z-page before 1.36, whose
+	// gates eksa-metrics does not set for kube-proxy).
+	statuszOnly bool
+	insecure    bool     // plain HTTP without authentication (bindAddress with allowInsecure)
+	blocked     []string // paths the proxy must not pass (404 even for the scraper)
 }
 
 func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode metricsv1alpha1.Exposure, procs []*framework.Process) counts {
@@ -299,7 +290,7 @@ func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode 
 	if mode == metricsv1alpha1.ExposureProxy {
 		targets = append(targets,
 			target{name: "etcd (kube-rbac-proxy)", base: node(2381), paths: []string{"/metrics"}, blocked: []string{"/health", "/debug/vars"}},
-			target{name: "kube-proxy (kube-rbac-proxy)", base: node(10249), paths: []string{"/metrics", "/metrics/slis"}, zpages: true, blocked: []string{"/configz", "/healthz"}},
+			target{name: "kube-proxy (kube-rbac-proxy)", base: node(10249), paths: []string{"/metrics", "/metrics/slis"}, zpages: cp.Minor() >= "1.36", statuszOnly: true, blocked: []string{"/configz", "/healthz"}},
 		)
 	} else {
 		targets = append(targets, target{name: "etcd (plain HTTP, allowInsecure)", base: fmt.Sprintf("http://%s:2381", NodeIP), paths: []string{"/metrics"}, insecure: true})
@@ -350,7 +341,10 @@ func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode 
 
 	for _, tg := range targets {
 		paths := tg.paths
-		if tg.zpages {
+		switch {
+		case tg.zpages && tg.statuszOnly:
+			paths = append(append([]string{}, paths...), "/statusz")
+		case tg.zpages:
 			paths = append(append([]string{}, paths...), "/statusz", "/flagz")
 		}
 		for _, p := range paths {

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -38,7 +41,8 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	cp.InstallCRDDir(t, "cluster-api-core")
 	shipped := cp.InstallUpstream(t, "capi-core-v1.13.2.yaml", "eks-anywhere-packages-v0.4.17.yaml")
 
-	f, err := spec.Load("mgmt.yaml", strings.NewReader(strings.Replace(specFor("1.36", "proxy"), "  zPages:", "  managementComponents: {enabled: true}\n  tls: {minVersion: VersionTLS13}\n  zPages:", 1)))
+	specText := strings.Replace(specFor("1.36", "proxy"), "  zPages:", "  managementComponents: {enabled: true}\n  tls: {minVersion: VersionTLS13}\n  zPages:", 1)
+	f, err := spec.Load("mgmt.yaml", strings.NewReader(specText))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +96,11 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 			fmt.Sprintf("--webhook-port=%d", framework.FreePort(t)), fmt.Sprintf("--health-addr=127.0.0.1:%d", framework.FreePort(t))}
 	}
 	// The shipped and edited arguments, with ":8443" (every address)
-	// narrowed to the stand-in node address.
+	// narrowed to a pod address of its own (one EndpointSlices accept).
+	podIP, sidecarPodIP := framework.LocalAddress(t, 2), framework.LocalAddress(t, 3)
 	var args []string
 	for _, a := range capiArgs {
-		args = append(args, strings.Replace(a, "=:8443", "="+NodeIP+":8443", 1))
+		args = append(args, strings.Replace(a, "=:8443", "="+podIP+":8443", 1))
 	}
 	secure := framework.Start(t, "cluster-api-manager", manager, append(args, testBed()...))
 
@@ -132,23 +137,66 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 			t.Errorf("%s: a TLS 1.2 client was served (%d), the spec asks for TLS 1.3", name, resp.StatusCode)
 		}
 	}
-	expect("Cluster API manager (shipped secure diagnostics, edited)", "https://"+NodeIP+":8443/metrics", secure)
+	expect("Cluster API manager (shipped secure diagnostics, edited)", "https://"+podIP+":8443/metrics", secure)
 
 	// A plain-HTTP controller-runtime endpoint on 127.0.0.1:<upstream>, as the
 	// packages controller serves it, and the sidecar in front.
 	upstream := packages.Component.UpstreamPort
 	plain := framework.Start(t, "cluster-api-manager (insecure diagnostics)", manager,
 		append(testBed(), "--insecure-diagnostics", fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", upstream)))
-	sidecarNode := "127.0.0.3"
 	var sidecarArgs []string
 	for _, a := range sidecar.Args {
-		sidecarArgs = append(sidecarArgs, strings.Replace(a, "0.0.0.0:", sidecarNode+":", 1))
+		sidecarArgs = append(sidecarArgs, strings.Replace(a, "0.0.0.0:", sidecarPodIP+":", 1))
 	}
 	// In the pod it runs as the Deployment's ServiceAccount, which the
 	// shipped chart binds to its proxy role (tokenreviews, subjectaccessreviews).
 	token := cp.Token(t, packages.Component.Namespace, packages.Component.ServiceAccount)
 	sidecarArgs = append(sidecarArgs, "--kubeconfig="+cp.TokenKubeconfig(t, "packages", token))
 	proxy := framework.Start(t, "kube-rbac-proxy sidecar", framework.Binary(t, "kube-rbac-proxy"), sidecarArgs)
-	expect("kube-rbac-proxy sidecar", "https://"+sidecarNode+":8443/metrics", proxy)
+	expect("kube-rbac-proxy sidecar", "https://"+sidecarPodIP+":8443/metrics", proxy)
 	_ = plain
+
+	// eksa-metrics verify finds both through their metrics Services'
+	// EndpointSlices (written here, as the EndpointSlice controller writes
+	// them for the pods the Services select).
+	for name, addr := range map[string]string{"capi-controller-manager": podIP, "eks-anywhere-packages": sidecarPodIP} {
+		ns := edits[name].Component.Namespace
+		ready := true
+		if _, err := cp.Client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-metrics-e2e", Labels: map[string]string{
+				discoveryv1.LabelServiceName: name + "-metrics", discoveryv1.LabelManagedBy: "e2e.eksa-metrics.invalid"}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: discoveryv1.EndpointConditions{Ready: &ready},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name + "-7d9f"}}},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr("https"), Port: ptr(int32(8443))}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specPath := filepath.Join(t.TempDir(), "mgmt.yaml")
+	writeFile(t, specPath, specText)
+	vr := verifier{t: t, kubeconfig: cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"), spec: specPath}
+	v := vr.until("every row passing", func(v verifyRun) bool { return v.code == 0 })
+	for _, want := range []string{"kube-apiserver", "capi-controller-manager@capi-controller-manager-7d9f", "eks-anywhere-packages@eks-anywhere-packages-7d9f"} {
+		if p := problemsOf(v, want); len(p) != 0 {
+			t.Errorf("%s: %v", want, p)
+		}
+	}
+	if len(v.results) != 3 || !strings.Contains(v.stderr, "Deployment eksa-system/eksa-controller-manager is not installed") {
+		t.Errorf("%d rows, want 3\n%s", len(v.results), v.stderr)
+	}
+	proxy.Stop()
+	if err := cp.Client.DiscoveryV1().EndpointSlices("capi-system").Delete(ctx, "capi-controller-manager-metrics-e2e", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v = vr.run()
+	if got := strings.Join(problemsOf(v, "eks-anywhere-packages@eks-anywhere-packages-7d9f"), ";"); v.code != cli.ExitInvalid || !strings.Contains(got, "connection refused") {
+		t.Errorf("with the sidecar stopped: exit %d: %s", v.code, got)
+	}
+	if got := strings.Join(problemsOf(v, "capi-controller-manager"), ";"); !strings.Contains(got, "has no ready endpoint") {
+		t.Errorf("without endpoints: %s", got)
+	}
+	t.Logf("management rows after the breaks: %v; %v", problemsOf(v, "eks-anywhere-packages@eks-anywhere-packages-7d9f"), problemsOf(v, "capi-controller-manager"))
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -57,6 +57,9 @@ type promRun struct {
 }
 
 func (p promRun) String() string {
+	if p.expected == 0 {
+		return p.name
+	}
 	return fmt.Sprintf("%-34s %2d/%-2d targets up, jobs %s, absent alerts firing: %d", p.name, p.up, p.expected, strings.Join(p.jobs, ","), p.absentAlertsSet)
 }
 
@@ -105,9 +108,10 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 		KubeProxyConfig: proxyConf,
 	})
 	c.StartPrometheusOperator(t)
-	apply(t, c, base)
+	apply(t, c.ControlPlane, base)
+	var proxies []*framework.Process
 	if mode == metricsv1alpha1.ExposureProxy {
-		startProxyPods(t, c, base)
+		proxies = startProxyPods(t, c, base)
 	}
 	worker := c.NodeOf(t, "worker-1")
 	var runs []promRun
@@ -136,8 +140,9 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 	runs = append(runs, scrapeAndCheck(t, c, worker, 9090, "kube-prometheus-stack (operator)", sa, cfg, nil, kps))
 
 	// No stack: ServiceMonitors and the plain file, every component.
-	generic := renderSpec(t, stackSpec(minor, mode, "    namespace: monitoring\n", "  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: monitoring}\n"))
-	apply(t, c, generic)
+	genericText := stackSpec(minor, mode, "    namespace: monitoring\n", "  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: monitoring}\n")
+	generic := renderSpec(t, genericText)
+	apply(t, c.ControlPlane, generic)
 	sa = generic.Config.Scrapers[0]
 	stackIdentity(t, c, sa, kpsClusterRole)
 	prometheusObject(t, c, "monitoring", "generic", sa.Name, map[string]any{
@@ -154,15 +159,23 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 	}
 	runs = append(runs, viaOperator, viaFile)
 
+	// eksa-metrics verify on the same cluster: every target, every node.
+	vr, verified := verifyOnCluster(t, c, genericText)
+	runs = append(runs, promRun{name: verified})
+
 	if extras {
+		t.Logf("API server reviews per scrape:\n%s", measureReviewLoad(t, c))
 		runs = append(runs, otherStacks(t, c, worker, minor, mode)...)
-		breakIt(t, c, worker, generic)
+		breakIt(t, c, worker, generic, vr)
+		verifyBreaks(t, c, vr, proxies)
 	}
 	return runs
 }
 
-// apply server-side-applies what the workload and Prometheus need.
-func apply(t *testing.T, c *framework.Cluster, r *render.Result) {
+// apply server-side-applies what is rendered for the workload cluster and
+// Prometheus, as `apply` does (our field manager, taking back what a test
+// changed).
+func apply(t *testing.T, c *framework.ControlPlane, r *render.Result) {
 	t.Helper()
 	var objs []map[string]any
 	for _, o := range r.Objects {
@@ -178,13 +191,13 @@ func apply(t *testing.T, c *framework.Cluster, r *render.Result) {
 // startProxyPods runs the rendered proxy DaemonSets' pods on their nodes, as
 // a container runtime would: the rendered commands, arguments, environment
 // (NODE_IP from status.hostIP), ConfigMap and token volumes.
-func startProxyPods(t *testing.T, c *framework.Cluster, r *render.Result) {
+func startProxyPods(t *testing.T, c *framework.Cluster, r *render.Result) []*framework.Process {
 	t.Helper()
 	haproxyImage, _, _ := strings.Cut(r.Config.Images.HAProxy, ":")
 	rbacImage, _, _ := strings.Cut(r.Config.Images.KubeRBACProxy, ":")
 	images := framework.Images{haproxyImage: framework.LookPath(t, "haproxy"), rbacImage: framework.Binary(t, "kube-rbac-proxy")}
-	c.RunPods(t, c.RunningPods(t, templates.SystemNS, templates.NameLabel+"="+templates.ControlPlaneDS, 1), images)
-	c.RunPods(t, c.RunningPods(t, templates.SystemNS, templates.NameLabel+"="+templates.NodeDS, len(c.Nodes)), images)
+	procs := c.RunPods(t, c.RunningPods(t, templates.SystemNS, templates.NameLabel+"="+templates.ControlPlaneDS, 1), images)
+	return append(procs, c.RunPods(t, c.RunningPods(t, templates.SystemNS, templates.NameLabel+"="+templates.NodeDS, len(c.Nodes)), images)...)
 }
 
 // kpsClusterRole is the discovery ClusterRole kube-prometheus-stack gives its
@@ -354,7 +367,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 	// kube-prometheus' Prometheus selects every ServiceMonitor of the cluster:
 	// only one stack's may exist, as in a real cluster.
 	deleteServiceMonitors(t, c)
-	apply(t, c, kp)
+	apply(t, c.ControlPlane, kp)
 	sa := kp.Config.Scrapers[0]
 	stackIdentity(t, c, metricsv1alpha1.Scraper{Kind: sa.Kind, Name: sa.Name, Namespace: sa.Namespace}, []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"nodes/metrics"}, Verbs: []string{"get"}},
@@ -373,7 +386,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 	// scrapeConfigs key into a job (templates/cm.yaml of prometheus 29.11.0);
 	// its ClusterRole discovers cluster-wide.
 	eksa := renderSpec(t, stackSpec(minor, mode, "    stack: eks-anywhere\n", ""))
-	apply(t, c, eksa)
+	apply(t, c.ControlPlane, eksa)
 	sa = eksa.Config.Scrapers[0]
 	stackIdentity(t, c, sa, kpsClusterRole)
 	var pkg render.Object
@@ -402,7 +415,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 
 	// Plain Prometheus through prometheus-operator: the list-shaped Secret.
 	plain := renderSpec(t, stackSpec(minor, mode, "    stack: prometheus\n    namespace: plain\n", "  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: plain}\n"))
-	apply(t, c, plain)
+	apply(t, c.ControlPlane, plain)
 	sa = plain.Config.Scrapers[0]
 	stackIdentity(t, c, sa, kpsClusterRole)
 	prometheusObject(t, c, sa.Namespace, "plain", sa.Name, map[string]any{
@@ -437,10 +450,10 @@ func discoveryRole(t *testing.T, c *framework.Cluster, ns string, sa metricsv1al
 // breakIt proves the checks can fail: without the scraper's binding the
 // components refuse it (403 in lastError), and a Service that selects no pod
 // makes its targets disappear.
-func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render.Result) {
+func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render.Result, vr verifier) {
 	t.Helper()
 	ctx := context.Background()
-	apply(t, c, r)
+	apply(t, c.ControlPlane, r)
 	sa := r.Config.Scrapers[0]
 	file := templates.ScrapeConfigFile(r.Config)
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [s.yaml]\n"
@@ -478,7 +491,19 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		}
 		return nil
 	})
-	apply(t, c, r) // the binding back
+	// verify says the same, with the reason.
+	v := vr.until("the scraper refused by the API server, kube-controller-manager and kube-scheduler", func(v verifyRun) bool {
+		for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			// /metrics may stay allowed: the stack's own discovery role grants it.
+			if rows := v.rows(comp); len(rows) == 0 || !strings.Contains(strings.Join(rows[0].Problems, ";"), "403: the scraper lacks RBAC") {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("without the reader binding: kube-scheduler@cp-1: %s", strings.Join(problemsOf(v, "kube-scheduler@cp-1"), "; "))
+	apply(t, c.ControlPlane, r) // the binding back
+	vr.until("every row passing again", func(v verifyRun) bool { return v.code == 0 })
 
 	svc, err := c.Client.CoreV1().Services(templates.SystemNS).Get(ctx, templates.Prefix+"-kube-scheduler", metav1.GetOptions{})
 	if err != nil {
@@ -499,7 +524,7 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	if res := p.Query(t, `absent(up{job="kube-scheduler"} == 1)`); len(res) == 0 {
 		t.Error("KubeSchedulerDown's expression stays quiet although the scheduler is not scraped")
 	}
-	apply(t, c, r)
+	apply(t, c.ControlPlane, r)
 }
 
 func writeFileErr(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

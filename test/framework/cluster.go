@@ -35,9 +35,6 @@ type ClusterOptions struct {
 	KubeProxyConfig string
 	// FeatureGates of the kubelets and kube-proxies (z-pages on 1.33 to 1.35).
 	FeatureGates string
-	// KubeletWebhookAuthz is the kubelet's authorization mode Webhook (EKS-A);
-	// the zero value is kept for that. Tests that break it set AlwaysAllow.
-	KubeletAuthorizationAlwaysAllow bool
 }
 
 // Node is a node of the cluster: a simulated host running the real kubelet
@@ -258,8 +255,15 @@ func (c *Cluster) writeStaticPods(t testing.TB) {
 	}
 }
 
-func (c *Cluster) startKubelet(t testing.TB, n *Node) {
+func (c *Cluster) startKubelet(t testing.TB, n *Node) { c.StartKubelet(t, n, "Webhook") }
+
+// StartKubelet (re)starts a node's kubelet with an authorization mode:
+// Webhook, as on EKS-A's nodes, or AlwaysAllow, a misconfigured node.
+func (c *Cluster) StartKubelet(t testing.TB, n *Node, authorizationMode string) {
 	t.Helper()
+	if n.Kubelet != nil {
+		n.Kubelet.Stop()
+	}
 	kubeconfig := c.Kubeconfig(t, "kubelet-"+n.Name, "system:node:"+n.Name, "system:nodes")
 	args := []string{"--morph=kubelet", "--kubeconfig=" + kubeconfig, "--node-name=" + n.Name, "--node-ip=" + n.Host.IP,
 		"--client-ca-file=" + c.PKI.CACert, "--v=0"}
@@ -270,9 +274,7 @@ func (c *Cluster) startKubelet(t testing.TB, n *Node) {
 	if c.Options.FeatureGates != "" {
 		args = append(args, "--feature-gates="+c.Options.FeatureGates)
 	}
-	if c.Options.KubeletAuthorizationAlwaysAllow {
-		args = append(args, "--authorization-mode=AlwaysAllow")
-	}
+	args = append(args, "--authorization-mode="+authorizationMode)
 	n.Kubelet = n.Host.Start(t, "kubelet@"+n.Name, c.bin(t, "hollow-node"), args)
 }
 
@@ -302,16 +304,6 @@ func (c *Cluster) kubeProxyConfig(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return cm.Data["config.conf"]
-}
-
-// RestartKubeProxies restarts every kube-proxy with the ConfigMap's current
-// config.conf, as the DaemonSet's rollout would.
-func (c *Cluster) RestartKubeProxies(t testing.TB) {
-	t.Helper()
-	conf := c.kubeProxyConfig(t)
-	for _, n := range c.Nodes {
-		c.StartKubeProxy(t, n, conf)
-	}
 }
 
 // WaitNodesReady waits until every node is registered and Ready.

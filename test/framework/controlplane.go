@@ -180,7 +180,7 @@ func (cp *ControlPlane) Token(t testing.TB, namespace, name string) string {
 
 func ptrInt64(i int64) *int64 { return &i }
 
-// Version of the running binaries as vX.Y.
+// Minor is the version of the running binaries as X.Y.
 func (cp *ControlPlane) Minor() string {
 	parts := strings.SplitN(strings.TrimPrefix(cp.Version, "v"), ".", 3)
 	return parts[0] + "." + parts[1]

@@ -139,6 +139,28 @@ func NewHost(t testing.TB, name string) *Host {
 	return h
 }
 
+// LocalAddress adds an address from TEST-NET-2 below the hosts' range
+// (198.51.100.2 to .9) to the loopback interface of the test's own network
+// namespace, for a process the test starts there that must be reachable at
+// an address EndpointSlices accept (they refuse 127.0.0.0/8). It is removed
+// when the test ends.
+func LocalAddress(t testing.TB, n int) string {
+	t.Helper()
+	if !InNetworkNamespace() {
+		if os.Getenv("EKSA_METRICS_BIN") != "" {
+			t.Fatal("local addresses need the tests to run as root in a network namespace of their own (TestMain: framework.RunInNetworkNamespace)")
+		}
+		t.Skip("local addresses need root (network namespaces)")
+	}
+	if n < 2 || n > 9 {
+		t.Fatalf("local address %d: only 2 to 9 are below the hosts' range", n)
+	}
+	ip := "198.51.100." + strconv.Itoa(n)
+	mustIP(t, "addr", "add", ip+"/32", "dev", "lo")
+	t.Cleanup(func() { _ = exec.Command("ip", "addr", "del", ip+"/32", "dev", "lo").Run() })
+	return ip
+}
+
 func mustIP(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {

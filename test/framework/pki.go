@@ -43,7 +43,7 @@ func NewPKI(t testing.TB, dir string) *PKI {
 		SerialNumber:          big.NewInt(1),
 		Subject:               pkix.Name{CommonName: "eksa-metrics-testbed-ca"},
 		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
+		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour), // kubeadm's CA lifetime
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -94,7 +94,7 @@ func (p *PKI) issue(t testing.TB, name string, tmpl *x509.Certificate) (string, 
 	p.next++
 	tmpl.SerialNumber = big.NewInt(p.next)
 	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	tmpl.NotAfter = time.Now().Add(365 * 24 * time.Hour) // kubeadm's: verify reports less than 30 days left
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
 	if err != nil {
