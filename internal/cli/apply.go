@@ -112,13 +112,18 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	certSteps, err := engine.PlanCertificates(ctx, cl, r)
+	if err != nil {
+		return err
+	}
 	printPlan(errOut, r.Config.ClusterName, steps, o.Diff)
+	printCertificates(errOut, certSteps)
 	if o.DryRun == "client" {
 		fmt.Fprintln(errOut, "Dry run (client): nothing was sent.")
 		return nil
 	}
 	report := func(e cluster.Event) { fmt.Fprintln(errOut, describe(e)) }
-	err = engine.Apply(ctx, cl, r, steps, engine.ApplyOptions{DryRun: o.DryRun == "server", ForceConflicts: o.ForceConflicts, Report: report,
+	err = engine.Apply(ctx, cl, r, steps, engine.ApplyOptions{DryRun: o.DryRun == "server", ForceConflicts: o.ForceConflicts, Report: report, Certificates: certSteps,
 		AllowRollout: o.allowRollout(r.Config.ClusterName)})
 	var refused *engine.RolloutRefusedError
 	if errors.As(err, &refused) {
@@ -201,6 +206,23 @@ func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 		}
 	}
 	fmt.Fprintf(w, "%d to create, %d to change, %d to delete, %d unchanged, %d not installed.\n", counts[cluster.Create], counts[cluster.Update]+counts[cluster.Edit], counts[cluster.Prune], counts[cluster.Unchanged], counts[cluster.Skip])
+}
+
+// printCertificates lists the serving certificates' Secrets and ConfigMaps
+// (never their content).
+func printCertificates(w io.Writer, steps []*cluster.CertificateStep) {
+	if len(steps) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Serving certificates (tls.certificates: eksa-metrics):")
+	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Unchanged: "="}
+	for _, s := range steps {
+		line := fmt.Sprintf("  %s %s %s", marks[s.Action], s.Action, s)
+		if s.Why != "" {
+			line += ": " + s.Why
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // singleValue is a string flag that may be given once: a second -f would

@@ -100,7 +100,7 @@ var ClusterCatalog = []Cluster{
 		Placement:  EveryNode, Proxy: KubeRBACProxy, On: func(c *spec.Config) bool { return c.KubeProxy }},
 	{ID: Kubelet, Job: "kubelet", PortName: "https-metrics", Port: 10250, TLS: true, Paths: []string{"/metrics", "/metrics/cadvisor", "/metrics/probes", "/metrics/slis"}, ZPages: true,
 		// nodes/proxy (pods, exec, run, pprof), nodes/log, nodes/spec: none of them is the scraper's.
-		Refused: []string{"/pods", "/runningpods/", "/exec/kube-system/pod/container", "/run/kube-system/pod/container", "/debug/pprof/", "/logs/", "/spec/"},
+		Refused:    []string{"/pods", "/runningpods/", "/exec/kube-system/pod/container", "/run/kube-system/pod/container", "/debug/pprof/", "/logs/", "/spec/"},
 		SelfSigned: "kubelets self-sign their serving certificate unless serverTLSBootstrap is on",
 		Placement:  EveryNode, On: func(c *spec.Config) bool { return c.Kubelet }},
 }

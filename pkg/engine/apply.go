@@ -16,6 +16,12 @@ func Plan(ctx context.Context, cl *Clusters, r *render.Result) ([]*cluster.Step,
 	return applier(cl, r).Plan(ctx)
 }
 
+// PlanCertificates says which certificates apply writes into the workload
+// cluster, where the proxies run (tls.certificates: eksa-metrics).
+func PlanCertificates(ctx context.Context, cl *Clusters, r *render.Result) ([]*cluster.CertificateStep, error) {
+	return cl.Workload.PlanCertificates(ctx, r.Config, time.Now())
+}
+
 func applier(cl *Clusters, r *render.Result) *cluster.Applier {
 	return &cluster.Applier{Management: cl.Management, Workload: cl.Workload, Result: r}
 }
@@ -43,6 +49,9 @@ type ApplyOptions struct {
 	AllowRollout func(steps []*cluster.Step) (bool, error)
 	// Report receives an event per object written.
 	Report cluster.Reporter
+	// Certificates (from PlanCertificates) are written before the objects,
+	// so that the proxy pods find their Secrets.
+	Certificates []*cluster.CertificateStep
 }
 
 // RolloutRefusedError is a plan that replaces control-plane machines, which
@@ -66,6 +75,9 @@ func Apply(ctx context.Context, cl *Clusters, r *render.Result, steps []*cluster
 		if !ok {
 			return &RolloutRefusedError{Cluster: r.Config.ClusterName}
 		}
+	}
+	if err := cl.Workload.ExecuteCertificates(ctx, opts.Certificates, opts.DryRun, opts.Report); err != nil {
+		return err
 	}
 	return applier(cl, r).Execute(ctx, steps, cluster.ExecuteOptions{DryRun: opts.DryRun, ForceConflicts: opts.ForceConflicts, Report: opts.Report})
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"sort"
 	"strings"
@@ -74,7 +75,33 @@ func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOpti
 	if err != nil {
 		return nil, err
 	}
-	return verify.Run(ctx, targets, verify.Options{ScraperToken: ids.ScraperToken, UnboundToken: ids.UnboundToken, ClusterCA: workload.CA, Concurrency: opts.Concurrency, Timeout: opts.Timeout}), nil
+	servingCA, err := readServingCA(ctx, workload, r)
+	if err != nil {
+		return nil, err
+	}
+	return verify.Run(ctx, targets, verify.Options{ScraperToken: ids.ScraperToken, UnboundToken: ids.UnboundToken, ClusterCA: workload.CA, ServingCA: servingCA,
+		Concurrency: opts.Concurrency, Timeout: opts.Timeout}), nil
+}
+
+// readServingCA reads the certificate (not the key) of eksa-metrics' serving
+// CA; nil when the spec does not use it or apply has not made it yet (the
+// rows that need it then fail and say so).
+func readServingCA(ctx context.Context, workload *cluster.Cluster, r *render.Result) (*x509.CertPool, error) {
+	if len(templates.ServedCertificates(r.Config)) == 0 {
+		return nil, nil
+	}
+	s, err := workload.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the serving CA, Secret %s/%s, in the %s: %w", templates.SystemNS, templates.ServingCA, workload, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.Data[corev1.TLSCertKey]) {
+		return nil, fmt.Errorf("Secret %s/%s in the %s holds no PEM certificate in %s", templates.SystemNS, templates.ServingCA, workload, corev1.TLSCertKey)
+	}
+	return pool, nil
 }
 
 // managementTargets lists the ready endpoints of each management

@@ -22,13 +22,13 @@ import (
 // verification, as ServiceMonitor endpoints and as plain scrape jobs.
 type skipCount struct{ monitors, monitorsVerified, jobs, jobsVerified int }
 
-// TestInsecureSkipVerifyCount counts, per component, the scrapes that skip
+// TestGoldenInsecureSkipVerifyCount counts, per component, the scrapes that skip
 // certificate verification in everything rendered for the examples and the
 // shared EKS-A specs (both exposure modes), and pins the table: a change in
 // it is a change in what Prometheus trusts. Every skip must carry its reason
 // (the annotation on a ServiceMonitor, the comment in the file), and the API
 // server is always verified.
-func TestInsecureSkipVerifyCount(t *testing.T) {
+func TestGoldenInsecureSkipVerifyCount(t *testing.T) {
 	inputs := map[string][]byte{}
 	examples, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "examples", "*.yaml"))
 	for _, e := range examples {

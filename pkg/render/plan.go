@@ -46,6 +46,14 @@ func (r *Result) PlanMarkdown() string {
 	for _, e := range r.DeploymentEdits {
 		fmt.Fprintf(&b, "- %s (management cluster, %s): %s\n", e.Name(), e.Component.Version, describeEdit(e))
 	}
+	if served := templates.ServedCertificates(c); len(served) > 0 {
+		var names []string
+		for _, comp := range served {
+			names = append(names, templates.SystemNS+"/"+templates.ServingSecret(comp.ID))
+		}
+		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: eksa-metrics`): `eksa-metrics apply` makes Secret %s/%s (the CA), Secrets %s and the CA bundle ConfigMap %s where the scrapers read it, before the objects. They are never rendered (no private key in any file): with `kubectl apply -k` or Flux, run `eksa-metrics apply` once first, or the proxy pods wait for their Secrets.\n",
+			templates.SystemNS, templates.ServingCA, strings.Join(names, ", "), templates.ServingCA)
+	}
 	if r.KubeProxyEdit != nil {
 		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No Kubernetes object can express an edit inside that string, so it is not in the rendered objects: edit the ConfigMap (`kubectl -n kube-system edit configmap kube-proxy`, change only that field) and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", r.KubeProxyEdit.MetricsBindAddress)
 	}

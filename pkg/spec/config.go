@@ -42,6 +42,9 @@ type Config struct {
 	Flagz   bool
 
 	TLSMinVersion string
+	// ServingCertificates: the kube-rbac-proxies serve certificates from
+	// eksa-metrics' CA, and scrapes verify them (tls.certificates).
+	ServingCertificates bool
 
 	Stack               metricsv1alpha1.Stack
 	Release             string

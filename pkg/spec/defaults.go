@@ -81,6 +81,11 @@ func Default(in *Input, opts Options) *Config {
 	c.Statusz = boolOr(m.ZPages.Statusz, false)
 	c.Flagz = boolOr(m.ZPages.Flagz, false)
 
+	// The curated prometheus package is not told to mount the CA bundle, so
+	// its scrapes keep skipping verification unless asked (validate refuses
+	// that combination).
+	c.ServingCertificates = m.TLS.Certificates == metricsv1alpha1.CertificatesEKSAMetrics ||
+		m.TLS.Certificates == "" && m.ScrapeConfig.Stack != metricsv1alpha1.StackEKSAnywhere
 	c.TLSMinVersion = m.TLS.MinVersion
 	if c.TLSMinVersion == "" {
 		c.TLSMinVersion = metricsv1alpha1.TLS12

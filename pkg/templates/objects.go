@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -36,6 +37,20 @@ const (
 	ScrapeConfigMap = Prefix + "-scrape-configs"
 	ScrapeFileKey   = "scrape-configs.yaml"
 	HAProxyCfgKey   = "haproxy.cfg"
+
+	// ServingCA is the Secret (kube-system) of the CA that signs the
+	// proxies' serving certificates, and the ConfigMap (in the monitoring
+	// namespace and each scraper's) that publishes its certificate under
+	// CABundleKey. apply creates them (tls.certificates: eksa-metrics).
+	ServingCA   = Prefix + "-serving-ca"
+	CABundleKey = "ca.crt"
+	// CertificateLabel marks the Secrets and ConfigMaps of the certificates
+	// (with ManagedByLabel): apply writes only those that carry it.
+	CertificateLabel = "eksa-metrics/certificate"
+	// CABundleFile is where a Prometheus finds the CA bundle: the path at
+	// which prometheus-operator mounts a ConfigMap listed in a Prometheus'
+	// spec.configMaps; a Prometheus without the operator mounts it there too.
+	CABundleFile = "/etc/prometheus/configmaps/" + ServingCA + "/" + CABundleKey
 
 	saTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	saCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
@@ -124,4 +139,25 @@ func Images(obj Object) []string {
 		}
 	}
 	return out
+}
+
+// ServingSecret is the Secret (kube-system) holding a component's serving
+// certificate and key (tls.crt, tls.key).
+func ServingSecret(id components.ID) string { return Prefix + "-" + string(id) + "-serving" }
+
+// ServingName is the one DNS name in a component's serving certificate: its
+// metrics Service's name, the same on every node.
+func ServingName(id components.ID) string {
+	return Prefix + "-" + string(id) + "." + SystemNS + ".svc"
+}
+
+// ServedCertificates are the components whose proxy serves a certificate
+// from eksa-metrics' CA: every proxy of proxy mode (kube-rbac-proxy in front
+// of etcd and kube-proxy, HAProxy terminating TLS in front of
+// kube-controller-manager and kube-scheduler).
+func ServedCertificates(c *spec.Config) []components.Cluster {
+	if !c.ServingCertificates {
+		return nil
+	}
+	return proxied(c, "")
 }

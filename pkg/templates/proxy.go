@@ -92,12 +92,35 @@ defaults
   timeout client 60s
   timeout server 60s
 `)
+	if c.ServingCertificates {
+		return haproxyTLS(c, &b)
+	}
 	for _, comp := range proxied(c, components.HAProxyPassThrough) {
 		fmt.Fprintf(&b, "\nfrontend %s\n  bind \"${%s}:%d\"\n  default_backend %s\n", comp.ID, NodeIPEnv, comp.Port, comp.ID)
 		fmt.Fprintf(&b, "\nbackend %s\n  server local 127.0.0.1:%d\n", comp.ID, comp.Port)
 	}
 	return b.String()
 }
+
+// haproxyTLS: HAProxy terminates TLS on the node address with eksa-metrics'
+// certificate (which Prometheus verifies) and forwards each request, its
+// Authorization header untouched, over TLS to the loopback port, where the
+// component still authenticates and authorizes the caller. The loopback hop
+// cannot verify the component's in-memory self-signed certificate; it never
+// leaves the node.
+func haproxyTLS(c *spec.Config, b *strings.Builder) string {
+	minVer := map[string]string{metricsv1alpha1.TLS12: "TLSv1.2", metricsv1alpha1.TLS13: "TLSv1.3"}[c.TLSMinVersion]
+	for _, comp := range proxied(c, components.HAProxyPassThrough) {
+		fmt.Fprintf(b, "\nfrontend %s\n  mode http\n  bind \"${%s}:%d\" ssl crt %s/%s ssl-min-ver %s alpn http/1.1\n  default_backend %s\n",
+			comp.ID, NodeIPEnv, comp.Port, ServingDir(comp.ID), haproxyCertFile, minVer, comp.ID)
+		fmt.Fprintf(b, "\nbackend %s\n  mode http\n  server local 127.0.0.1:%d ssl verify none sni str(localhost)\n", comp.ID, comp.Port)
+	}
+	return b.String()
+}
+
+// haproxyCertFile is the certificate file HAProxy loads; it finds the key
+// next to it as haproxyCertFile + ".key".
+const haproxyCertFile = "tls.crt"
 
 // KubeRBACProxyArgs are the arguments of a kube-rbac-proxy in front of a
 // plain-HTTP loopback endpoint: TLS on the node address, TokenReview and
@@ -141,7 +164,7 @@ func Proxies(c *spec.Config) []Object {
 		for _, comp := range passThrough {
 			ports = append(ports, corev1.ContainerPort{Name: comp.PortName, ContainerPort: int32(comp.Port), Protocol: corev1.ProtocolTCP})
 		}
-		containers[ControlPlaneDS] = append(containers[ControlPlaneDS], corev1.Container{
+		ct := corev1.Container{
 			Name:            "haproxy",
 			Image:           c.Images.HAProxy,
 			Command:         []string{"haproxy", "-W", "-db", "-f", haproxyCfgDir + "/" + HAProxyCfgKey},
@@ -150,10 +173,19 @@ func Proxies(c *spec.Config) []Object {
 			VolumeMounts:    []corev1.VolumeMount{{Name: "haproxy-config", MountPath: haproxyCfgDir, ReadOnly: true}},
 			SecurityContext: hardened(99), // the haproxy image's own user
 			Resources:       smallResources(),
-		})
+		}
 		volumes[ControlPlaneDS] = append(volumes[ControlPlaneDS], corev1.Volume{Name: "haproxy-config", VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ControlPlaneDS}},
 		}})
+		if c.ServingCertificates {
+			for _, comp := range passThrough {
+				ct.VolumeMounts = append(ct.VolumeMounts, corev1.VolumeMount{Name: servingVolume(comp.ID), MountPath: ServingDir(comp.ID), ReadOnly: true})
+				volumes[ControlPlaneDS] = append(volumes[ControlPlaneDS], corev1.Volume{Name: servingVolume(comp.ID), VolumeSource: corev1.VolumeSource{
+					Secret: &corev1.SecretVolumeSource{SecretName: ServingSecret(comp.ID), DefaultMode: ptr.To[int32](0o440), Items: []corev1.KeyToPath{
+						{Key: corev1.TLSCertKey, Path: haproxyCertFile}, {Key: corev1.TLSPrivateKeyKey, Path: haproxyCertFile + ".key"}}}}})
+			}
+		}
+		containers[ControlPlaneDS] = append(containers[ControlPlaneDS], ct)
 	}
 	for _, comp := range proxied(c, components.KubeRBACProxy) {
 		ds := proxyDaemonSet(comp)
@@ -161,9 +193,14 @@ func Proxies(c *spec.Config) []Object {
 		if !slices.ContainsFunc(volumes[ds], func(v corev1.Volume) bool { return v.Name == apiAccessVolume }) {
 			volumes[ds] = append(volumes[ds], apiAccess())
 		}
+		if c.ServingCertificates {
+			// Not optional: the pod waits for apply to create the Secret.
+			volumes[ds] = append(volumes[ds], corev1.Volume{Name: servingVolume(comp.ID), VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: ServingSecret(comp.ID), DefaultMode: ptr.To[int32](0o440)}}})
+		}
 	}
 	if cs := containers[ControlPlaneDS]; len(cs) > 0 {
-		ds := daemonSet(ControlPlaneDS, cs, volumes[ControlPlaneDS])
+		ds := daemonSet(c, ControlPlaneDS, cs, volumes[ControlPlaneDS])
 		ds.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
 		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{
 			{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
@@ -172,7 +209,7 @@ func Proxies(c *spec.Config) []Object {
 		out = append(out, toObject("apps/v1", "DaemonSet", ds))
 	}
 	if cs := containers[NodeDS]; len(cs) > 0 {
-		ds := daemonSet(NodeDS, cs, volumes[NodeDS])
+		ds := daemonSet(c, NodeDS, cs, volumes[NodeDS])
 		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} // every node, like kube-proxy
 		out = append(out, toObject("apps/v1", "DaemonSet", ds))
 	}
@@ -180,7 +217,7 @@ func Proxies(c *spec.Config) []Object {
 }
 
 func rbacProxyContainer(c *spec.Config, comp components.Cluster) corev1.Container {
-	return corev1.Container{
+	ct := corev1.Container{
 		Name:            "kube-rbac-proxy-" + string(comp.ID),
 		Image:           c.Images.KubeRBACProxy,
 		Args:            KubeRBACProxyArgs(comp.Port, ProxyAllowPaths(c, comp), c.TLSMinVersion),
@@ -190,10 +227,28 @@ func rbacProxyContainer(c *spec.Config, comp components.Cluster) corev1.Containe
 		SecurityContext: hardened(65532),
 		Resources:       smallResources(),
 	}
+	if c.ServingCertificates {
+		// kube-rbac-proxy reads the files again when they change (every
+		// minute), so a renewed certificate is served without a restart.
+		dir := ServingDir(comp.ID)
+		ct.Args = append(ct.Args, "--tls-cert-file="+dir+"/tls.crt", "--tls-private-key-file="+dir+"/tls.key")
+		ct.VolumeMounts = append(ct.VolumeMounts, corev1.VolumeMount{Name: servingVolume(comp.ID), MountPath: dir, ReadOnly: true})
+	}
+	return ct
 }
 
-func daemonSet(name string, containers []corev1.Container, volumes []corev1.Volume) *appsv1.DaemonSet {
+// ServingDir is where a proxy container finds its serving certificate.
+func ServingDir(id components.ID) string { return "/var/run/secrets/eksa-metrics/" + string(id) }
+
+func servingVolume(id components.ID) string { return "serving-" + string(id) }
+
+func daemonSet(c *spec.Config, name string, containers []corev1.Container, volumes []corev1.Volume) *appsv1.DaemonSet {
 	sel := map[string]string{NameLabel: name}
+	var fsGroup *int64
+	if c.ServingCertificates && slices.ContainsFunc(volumes, func(v corev1.Volume) bool { return v.Secret != nil }) {
+		// The serving keys are readable by the kube-rbac-proxy group only (0440).
+		fsGroup = ptr.To[int64](65532)
+	}
 	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: SystemNS, Labels: labels(sel)},
 		Spec: appsv1.DaemonSetSpec{
@@ -211,6 +266,7 @@ func daemonSet(name string, containers []corev1.Container, volumes []corev1.Volu
 					PriorityClassName: "system-node-critical",
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
+						FSGroup:        fsGroup,
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: containers,

@@ -39,8 +39,10 @@ type target struct {
 	jobLabel string
 	port     string
 	scheme   string
-	// verify: the target's certificate chains to the cluster CA with this name.
+	// verify: the target's certificate chains to the cluster CA (or, with
+	// ownCA, to eksa-metrics' serving CA) with this name.
 	serverName string
+	ownCA      bool
 	// insecure explains why the certificate cannot be verified ("" = verify).
 	insecure string
 	// mgmt marks a management component (its Service is rendered with it).
@@ -69,6 +71,9 @@ func targets(c *spec.Config) []target {
 			if c.Exposure == metricsv1alpha1.ExposureBindAddress {
 				t.scheme, t.insecure = "http", ""
 			}
+		}
+		if slices.ContainsFunc(ServedCertificates(c), func(s components.Cluster) bool { return s.ID == comp.ID }) {
+			t.serverName, t.insecure, t.ownCA = ServingName(comp.ID), "", true
 		}
 		out = append(out, t)
 	}
@@ -176,9 +181,15 @@ func ServiceMonitors(c *spec.Config) []Object {
 			if t.scheme == "https" { // never a token over plain HTTP
 				ep.BearerTokenFile = saTokenFile
 				tls := &monitoringv1.TLSConfig{CAFile: saCAFile}
-				if t.insecure != "" {
+				switch {
+				case t.insecure != "":
 					tls.InsecureSkipVerify = ptr.To(true)
-				} else {
+				case t.ownCA:
+					// The CA bundle apply publishes in the monitor's namespace.
+					tls = &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{ServerName: ptr.To(t.serverName),
+						CA: monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: ServingCA}, Key: CABundleKey}}}}
+				default:
 					tls.ServerName = ptr.To(t.serverName)
 				}
 				ep.TLSConfig = tls
@@ -277,6 +288,9 @@ func scrapeJobs(c *spec.Config) []scrapeJob {
 			if t.scheme == "https" { // never a token over plain HTTP
 				job.Authorization = &authorization{CredentialsFile: saTokenFile}
 				job.TLSConfig = &tlsConfig{CAFile: saCAFile, ServerName: t.serverName}
+				if t.ownCA {
+					job.TLSConfig.CAFile = CABundleFile
+				}
 				if t.insecure != "" {
 					job.TLSConfig = &tlsConfig{CAFile: saCAFile, InsecureSkipVerify: true}
 					job.comment = "insecure_skip_verify: " + t.insecure

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -28,6 +29,9 @@ type Options struct {
 	UnboundToken string
 	// ClusterCA verifies the API server, and classifies other certificates.
 	ClusterCA *x509.CertPool
+	// ServingCA verifies the targets that serve eksa-metrics' certificates
+	// (Target.ServingName).
+	ServingCA *x509.CertPool
 	// Concurrency bounds how many targets run at once (default 16).
 	Concurrency int
 	// Timeout bounds each target (default 10s).
@@ -127,6 +131,11 @@ func check(ctx context.Context, t Target, opts Options) Result {
 		}
 		r.Reachable = true
 		r.TLS = classifyTLS(certs, opts.ClusterCA)
+		if t.ServingName != "" && opts.ServingCA != nil && len(certs) > 0 {
+			if _, err := certs[0].Verify(x509.VerifyOptions{Roots: opts.ServingCA, DNSName: t.ServingName}); err == nil {
+				r.TLS = "eksa-metrics CA"
+			}
+		}
 		if len(certs) > 0 {
 			r.Expires = certs[0].NotAfter.UTC().Format(time.RFC3339)
 			if p := expiryProblem(certs[0].NotAfter, time.Now(), r.TLS); p != "" {
@@ -145,6 +154,17 @@ func check(ctx context.Context, t Target, opts Options) Result {
 				fail("the API server's certificate does not chain to the cluster CA (%s); no token was sent", r.TLS)
 				return r
 			}
+		} else if t.ServingName != "" {
+			// What Prometheus checks: the name and eksa-metrics' CA.
+			if opts.ServingCA == nil {
+				fail("the CA of eksa-metrics' serving certificates (Secret %s/%s) could not be read, so this certificate cannot be verified; no token was sent", templates.SystemNS, templates.ServingCA)
+				return r
+			}
+			if r.TLS != "eksa-metrics CA" {
+				fail("the certificate is not eksa-metrics' for %s (%s), so Prometheus refuses it: does Secret %s/%s exist (apply creates it), and has the proxy read it? No token was sent", t.ServingName, r.TLS, templates.SystemNS, templates.ServingSecret(t.Component))
+				return r
+			}
+			cfg.RootCAs, cfg.ServerName = opts.ServingCA, t.ServingName
 		} else {
 			leaf := certs[0].Raw
 			cfg.InsecureSkipVerify = true //nolint:gosec // the certificate is pinned to the one classified above, in VerifyConnection

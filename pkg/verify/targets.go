@@ -6,10 +6,12 @@ package verify
 import (
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -46,6 +48,9 @@ type Target struct {
 	// VerifyWithClusterCA: the certificate must chain to the cluster CA (the
 	// API server) before any token is sent.
 	VerifyWithClusterCA bool
+	// ServingName: the certificate must be eksa-metrics' for this name
+	// (Options.ServingCA), as Prometheus verifies it, before any token is sent.
+	ServingName string
 }
 
 func (t Target) String() string {
@@ -80,6 +85,9 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 			t := Target{Component: comp.ID, Node: n.Name, Endpoint: scheme + "://" + net.JoinHostPort(n.Address, strconv.Itoa(comp.Port)), Paths: comp.Paths, ZPages: z && !plain, Plain: plain}
 			if !plain {
 				t.FlagzPaths, t.Refused = zPagePaths(c, comp)
+			}
+			if slices.ContainsFunc(templates.ServedCertificates(c), func(s components.Cluster) bool { return s.ID == comp.ID }) {
+				t.ServingName = templates.ServingName(comp.ID)
 			}
 			out = append(out, t)
 		}

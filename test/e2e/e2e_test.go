@@ -18,6 +18,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -212,7 +213,7 @@ func startProxies(t *testing.T, cp *framework.ControlPlane, r *render.Result) []
 		}
 	}
 	cfgPath := filepath.Join(t.TempDir(), templates.HAProxyCfgKey)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(servingFiles(t, cp, cfg)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := strs(container(t, r, templates.ControlPlaneDS, "haproxy")["command"])
@@ -236,6 +237,9 @@ func startProxies(t *testing.T, cp *framework.ControlPlane, r *render.Result) []
 			args = append(args, strings.ReplaceAll(a, "$("+templates.NodeIPEnv+")", NodeIP))
 		}
 		args = append(args, "--kubeconfig="+kubeconfig) // in a pod: the in-cluster config of the same ServiceAccount
+		for i := range args {
+			args[i] = servingFiles(t, cp, args[i])
+		}
 		procs = append(procs, framework.Start(t, ref.container, framework.Binary(t, "kube-rbac-proxy"), args))
 	}
 	return procs
@@ -298,8 +302,8 @@ func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode 
 
 	scraper := cp.Token(t, scraperNS, scraperSA)
 	unbound := cp.Token(t, unboundNS, unboundSA)
-	client := insecureClient()
 	var n int
+	client := insecureClient()
 	get := func(url, token, accept string) (int, string, http.Header) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, url, nil)
@@ -385,6 +389,17 @@ func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode 
 		}
 		if tg.zpages && !strings.Contains(tg.name, "kube-proxy") {
 			checkStatusz(t, get, tg, cp.Minor(), scraper)
+		}
+	}
+	if mode == metricsv1alpha1.ExposureProxy && r.Config.ServingCertificates {
+		// Our proxies are scraped with verification on, as the rendered
+		// tlsConfig says: eksa-metrics' CA and the certificate's one name.
+		pool := servingCA(t, cp)
+		for id, port := range map[components.ID]int{components.Etcd: 2381, components.KubeProxy: 10249, components.KubeControllerManager: 10257, components.KubeScheduler: 10259} {
+			if err := verifiedScrape(t, pool, id, node(port)+"/metrics", scraper); err != nil {
+				t.Errorf("%s proxy, verifying its certificate: %v", id, err)
+			}
+			n++
 		}
 	}
 	return counts{scrapes: n}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -137,7 +138,7 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 		"serviceDiscoveryRole":            values.Prometheus.PrometheusSpec.ServiceDiscoveryRole, // from the rendered kube-prometheus-stack values
 	})
 	cfg := c.OperatorConfig(t, kpsNS, "kps-kube-prometheus-stack-prometheus", serviceMonitorJobs(kps))
-	runs = append(runs, scrapeAndCheck(t, c, worker, 9090, "kube-prometheus-stack (operator)", sa, cfg, nil, kps))
+	runs = append(runs, scrapeAndCheck(t, c, worker, 9090, "kube-prometheus-stack (operator)", sa, cfg, c.PrometheusMounts(t, kpsNS, "kps-kube-prometheus-stack-prometheus"), kps))
 
 	// No stack: ServiceMonitors and the plain file, every component.
 	genericText := stackSpec(minor, mode, "    namespace: monitoring\n", "  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: monitoring}\n")
@@ -149,11 +150,15 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 		"serviceMonitorSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",
 	})
 	cfg = c.OperatorConfig(t, "monitoring", "generic", serviceMonitorJobs(generic))
-	viaOperator := scrapeAndCheck(t, c, worker, 9091, "no stack (operator)", sa, cfg, nil, generic)
+	viaOperator := scrapeAndCheck(t, c, worker, 9091, "no stack (operator)", sa, cfg, c.PrometheusMounts(t, "monitoring", "generic"), generic)
 	file := templates.ScrapeConfigFile(generic.Config)
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [eksa-metrics-scrape-configs.yaml]\n"
-	checkWithPromtool(t, c, worker, sa, main, map[string]string{"eksa-metrics-scrape-configs.yaml": file})
-	viaFile := scrapeAndCheck(t, c, worker, 9092, "no stack (plain file)", sa, main, map[string]string{"eksa-metrics-scrape-configs.yaml": file}, generic)
+	// Without the operator, the Prometheus pod mounts the CA bundle ConfigMap
+	// where the file expects it (docs/guide.md).
+	plainFiles := c.PrometheusMounts(t, sa.Namespace, "", templates.ServingCA)
+	plainFiles["eksa-metrics-scrape-configs.yaml"] = file
+	checkWithPromtool(t, c, worker, sa, main, plainFiles)
+	viaFile := scrapeAndCheck(t, c, worker, 9092, "no stack (plain file)", sa, main, plainFiles, generic)
 	if !slices.Equal(viaOperator.jobs, viaFile.jobs) || viaOperator.up != viaFile.up {
 		t.Errorf("the two forms differ: operator %s; file %s", viaOperator, viaFile)
 	}
@@ -166,7 +171,7 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 	if extras {
 		t.Logf("API server reviews per scrape:\n%s", measureReviewLoad(t, c))
 		runs = append(runs, otherStacks(t, c, worker, minor, mode)...)
-		breakIt(t, c, worker, generic, vr)
+		breakIt(t, c, worker, generic, vr, proxies)
 		verifyBreaks(t, c, vr, proxies)
 	}
 	return runs
@@ -177,6 +182,7 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 // changed).
 func apply(t *testing.T, c *framework.ControlPlane, r *render.Result) {
 	t.Helper()
+	servingCertificates(t, c, r)
 	var objs []map[string]any
 	for _, o := range r.Objects {
 		if o.Destination != render.Management {
@@ -344,12 +350,21 @@ func checkWithPromtool(t *testing.T, c *framework.Cluster, node *framework.Node,
 	dir := t.TempDir()
 	files := map[string]string{"prometheus.yml": main}
 	maps.Copy(files, extra)
+	mounts := c.PodIdentity(t, sa.Namespace, sa.Name)
 	for name, content := range files {
-		if err := writeFileErr(dir+"/"+name, content); err != nil {
+		path := dir + "/" + name
+		if filepath.IsAbs(name) { // mounted where the pod sees it
+			path = filepath.Join(dir, "mounts", strings.ReplaceAll(name, "/", "_"))
+			mounts[name] = path
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFileErr(path, content); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err := node.Host.RunInPod(t, framework.Binary(t, "promtool"), []string{"check", "config", dir + "/prometheus.yml"}, c.PodIdentity(t, sa.Namespace, sa.Name))
+	out, err := node.Host.RunInPod(t, framework.Binary(t, "promtool"), []string{"check", "config", dir + "/prometheus.yml"}, mounts)
 	if err != nil || !strings.Contains(out, "SUCCESS") {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
@@ -380,7 +395,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 		"serviceMonitorSelector": map[string]any{}, "serviceMonitorNamespaceSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",
 	})
 	cfg := c.OperatorConfig(t, sa.Namespace, "k8s", serviceMonitorJobs(kp))
-	runs = append(runs, scrapeAndCheck(t, c, node, 9093, "kube-prometheus (operator)", sa, cfg, nil, kp))
+	runs = append(runs, scrapeAndCheck(t, c, node, 9093, "kube-prometheus (operator)", sa, cfg, c.PrometheusMounts(t, sa.Namespace, "k8s"), kp))
 
 	// The EKS Anywhere curated prometheus package: the chart turns each
 	// scrapeConfigs key into a job (templates/cm.yaml of prometheus 29.11.0);
@@ -422,9 +437,11 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 		// A selector that matches no ServiceMonitor: the operator manages the configuration.
 		"serviceMonitorSelector":  map[string]any{"matchLabels": map[string]any{"none": "none"}},
 		"additionalScrapeConfigs": map[string]any{"name": templates.AdditionalScrapeConfigsSecret, "key": templates.AdditionalScrapeConfigsKey},
+		// The CA bundle, mounted at /etc/prometheus/configmaps/ (docs/guide.md).
+		"configMaps": []any{templates.ServingCA},
 	})
 	cfg = c.OperatorConfig(t, sa.Namespace, "plain", 0)
-	runs = append(runs, scrapeAndCheck(t, c, node, 9095, "prometheus (additionalScrapeConfigs)", sa, cfg, nil, plain))
+	runs = append(runs, scrapeAndCheck(t, c, node, 9095, "prometheus (additionalScrapeConfigs)", sa, cfg, c.PrometheusMounts(t, sa.Namespace, "plain", templates.ServingCA), plain))
 	return runs
 }
 
@@ -450,14 +467,16 @@ func discoveryRole(t *testing.T, c *framework.Cluster, ns string, sa metricsv1al
 // breakIt proves the checks can fail: without the scraper's binding the
 // components refuse it (403 in lastError), and a Service that selects no pod
 // makes its targets disappear.
-func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render.Result, vr verifier) {
+func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render.Result, vr verifier, proxies []*framework.Process) {
 	t.Helper()
 	ctx := context.Background()
 	apply(t, c.ControlPlane, r)
 	sa := r.Config.Scrapers[0]
 	file := templates.ScrapeConfigFile(r.Config)
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [s.yaml]\n"
-	p := c.StartPrometheus(t, node, 9096, sa.Namespace, sa.Name, main, map[string]string{"s.yaml": file})
+	files := c.PrometheusMounts(t, sa.Namespace, "", templates.ServingCA)
+	files["s.yaml"] = file
+	p := c.StartPrometheus(t, node, 9096, sa.Namespace, sa.Name, main, files)
 	defer p.Proc.Stop()
 	p.WaitTargets(t, "every target up before the break", 90*time.Second, func(ts []framework.Target) error {
 		for _, tg := range ts {
@@ -525,6 +544,9 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		t.Error("KubeSchedulerDown's expression stays quiet although the scheduler is not scraped")
 	}
 	apply(t, c.ControlPlane, r)
+	if r.Config.ServingCertificates && len(proxies) > 0 {
+		wrongCA(t, c, p, r, proxies)
+	}
 }
 
 func writeFileErr(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }

@@ -140,8 +140,17 @@ func verifyCluster(t *testing.T, cp *framework.ControlPlane, minor string, mode 
 	if api := v.row("kube-apiserver"); api == nil || api.TLS != "cluster CA" || api.Version != strings.TrimPrefix(cp.Version, "v") {
 		t.Errorf("kube-apiserver row: %+v", api)
 	}
-	if kcm := v.row("kube-controller-manager"); kcm == nil || kcm.TLS != "self-signed" {
-		t.Errorf("kube-controller-manager row: %+v", kcm)
+	// In proxy mode every proxy serves eksa-metrics' certificate (HAProxy
+	// terminating TLS in front of kube-controller-manager); in bindAddress
+	// mode kube-controller-manager serves its own self-signed one.
+	wantTLS := map[string]string{"kube-controller-manager": "self-signed"}
+	if mode == metricsv1alpha1.ExposureProxy {
+		wantTLS = map[string]string{"kube-controller-manager": "eksa-metrics CA", "kube-scheduler": "eksa-metrics CA", "etcd": "eksa-metrics CA", "kube-proxy": "eksa-metrics CA"}
+	}
+	for comp, want := range wantTLS {
+		if r := v.row(comp); r == nil || r.TLS != want {
+			t.Errorf("%s row, want TLS %q: %+v", comp, want, r)
+		}
 	}
 	sas, _ := cp.Client.CoreV1().ServiceAccounts("kube-system").List(ctx, metav1.ListOptions{})
 	for _, sa := range sas.Items {

@@ -470,6 +470,19 @@ func (c *Cluster) podFiles(t testing.TB, p corev1.Pod) map[string]map[string]str
 			for k, val := range cm.Data {
 				write(v.Name, k, val)
 			}
+		case v.Secret != nil:
+			s, err := c.Client.CoreV1().Secrets(p.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("Secret volume %s of pod %s/%s: %v (a kubelet would keep the pod waiting)", v.Name, p.Namespace, p.Name, err)
+			}
+			if len(v.Secret.Items) == 0 {
+				for k, val := range s.Data {
+					write(v.Name, k, string(val))
+				}
+			}
+			for _, it := range v.Secret.Items {
+				write(v.Name, it.Path, string(s.Data[it.Key]))
+			}
 		case v.Projected != nil:
 			for _, s := range v.Projected.Sources {
 				switch {

@@ -195,7 +195,9 @@ var podRoots = []string{"/run", "/usr/local/etc"}
 // CA at /var/run/secrets/kubernetes.io/serviceaccount, a ConfigMap volume)
 // appear at the paths the pod mounts them, without touching the machine's
 // file system. files maps such a path (under /run, /var/run or
-// /usr/local/etc) to the file whose contents it gets.
+// /usr/local/etc, covered by a tmpfs, or elsewhere under /etc, which gets an
+// overlay whose upper layer is a temporary directory) to the file whose
+// contents it gets.
 func (h *Host) StartInPod(t testing.TB, name, bin string, args []string, files map[string]string, env ...string) *Process {
 	t.Helper()
 	return startCmd(t, name, h.command(podArgv(t, bin, args, files)...), args, env...)
@@ -215,10 +217,17 @@ func podArgv(t testing.TB, bin string, args []string, files map[string]string) [
 				root = r
 			}
 		}
-		if root == "" {
-			t.Fatalf("StartInPod mounts files under %v only, not %s", podRoots, dst)
-		}
-		if !mounted[root] {
+		switch {
+		case root == "" && strings.HasPrefix(p, "/etc/"):
+			// Such as /etc/prometheus/certs: /etc stays as it is underneath.
+			if !mounted["/etc"] {
+				mounted["/etc"] = true
+				layers := t.TempDir()
+				fmt.Fprintf(&script, "mkdir -p '%[1]s/upper' '%[1]s/work'\nmount -t overlay overlay -o 'lowerdir=/etc,upperdir=%[1]s/upper,workdir=%[1]s/work' /etc\n", layers)
+			}
+		case root == "":
+			t.Fatalf("StartInPod mounts files under %v and /etc only, not %s", podRoots, dst)
+		case !mounted[root]:
 			mounted[root] = true
 			fmt.Fprintf(&script, "mount -t tmpfs tmpfs '%s'\n", root)
 		}

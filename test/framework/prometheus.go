@@ -69,6 +69,36 @@ func (c *Cluster) OperatorConfig(t testing.TB, namespace, name string, wantJobs 
 	})
 }
 
+// PrometheusMounts are the files a Prometheus pod sees besides its identity,
+// by absolute path: for the prometheus-operator Prometheus named prometheus
+// (if any), the TLS assets the operator collects from ServiceMonitors
+// (/etc/prometheus/certs/<key>, from its Secret prometheus-<name>-tls-assets-0);
+// and each ConfigMap of configMaps (a Prometheus' spec.configMaps) at
+// /etc/prometheus/configmaps/<name>/<key>, from namespace.
+func (c *Cluster) PrometheusMounts(t testing.TB, namespace, prometheus string, configMaps ...string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	if prometheus != "" {
+		s, err := c.Client.CoreV1().Secrets(namespace).Get(ctx, "prometheus-"+prometheus+"-tls-assets-0", metav1.GetOptions{})
+		if err == nil {
+			for k, v := range s.Data {
+				out["/etc/prometheus/certs/"+k] = string(v)
+			}
+		}
+	}
+	for _, name := range configMaps {
+		cm, err := c.Client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("ConfigMap %s/%s for Prometheus: %v", namespace, name, err)
+		}
+		for k, v := range cm.Data {
+			out["/etc/prometheus/configmaps/"+name+"/"+k] = v
+		}
+	}
+	return out
+}
+
 // Prometheus is a real Prometheus server running on a node as a pod would.
 type Prometheus struct {
 	URL  string
@@ -103,12 +133,20 @@ func writeFile(t testing.TB, path, content string) {
 // token and CA at the in-cluster paths, KUBERNETES_SERVICE_HOST/PORT set
 // (so kubernetes_sd_configs reach the API server in-cluster). extra files
 // (relative to the configuration's directory) sit next to it, as
-// scrape_config_files would.
+// scrape_config_files would; those with an absolute path are mounted there
+// (PrometheusMounts).
 func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace, serviceAccount, config string, extra map[string]string) *Prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "prometheus.yml"), config)
+	files := c.PodIdentity(t, namespace, serviceAccount)
 	for name, content := range extra {
+		if filepath.IsAbs(name) {
+			files[name] = filepath.Join(dir, "mounts", strings.ReplaceAll(strings.TrimPrefix(name, "/"), "/", "_"))
+			_ = os.MkdirAll(filepath.Dir(files[name]), 0o755)
+			writeFile(t, files[name], content)
+			continue
+		}
 		writeFile(t, filepath.Join(dir, name), content)
 	}
 	addr := fmt.Sprintf("%s:%d", node.Host.IP, port)
@@ -118,7 +156,7 @@ func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace,
 		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
-	}, c.PodIdentity(t, namespace, serviceAccount), "KUBERNETES_SERVICE_HOST="+c.Host.IP, "KUBERNETES_SERVICE_PORT=6443")
+	}, files, "KUBERNETES_SERVICE_HOST="+c.Host.IP, "KUBERNETES_SERVICE_PORT=6443")
 	WaitFor(t, "prometheus ready", 60*time.Second, func() (bool, error) {
 		resp, err := http.Get(p.URL + "/-/ready")
 		if err != nil {

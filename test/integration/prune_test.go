@@ -14,16 +14,24 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
+// dockerManagementCluster is a real API server with the CRDs and the
+// KubeadmControlPlane EKS-A renders for the docker fixture (v1beta2), and an
+// admin kubeconfig for it.
+func dockerManagementCluster(t *testing.T) (*framework.ControlPlane, string) {
+	t.Helper()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallCRDs(t, "v1beta2")
+	if err := cp.Apply(context.Background(), "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", "v1beta2")); err != nil {
+		t.Fatal(err)
+	}
+	return cp, cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
+}
+
 // apply prunes what a changed spec no longer renders: the objects in its
 // inventory (its labels and field manager) and nothing else.
 func TestApplyPrunesWhatIsNoLongerRendered(t *testing.T) {
 	ctx := context.Background()
-	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
-	cp.InstallCRDs(t, "v1beta2")
-	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
-	if err := cp.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", "v1beta2")); err != nil {
-		t.Fatal(err)
-	}
+	cp, kubeconfig := dockerManagementCluster(t)
 	proxy := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n  exposure: proxy\n", "1.36", "v0.26.1")
 	if code, stderr, _ := apply(t, 0, "-f", proxy, "--kubeconfig", kubeconfig); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)

@@ -205,7 +205,21 @@ type TLS struct {
 	// +optional
 	// +kubebuilder:validation:Enum=VersionTLS12;VersionTLS13
 	MinVersion string `json:"minVersion,omitempty"`
+	// Certificates says who issues the serving certificates of the proxies
+	// eksa-metrics runs, so that Prometheus verifies them: eksa-metrics
+	// (apply keeps a CA of its own and renews the certificates; the
+	// default), or none (the proxies' own self-signed certificates, and
+	// scrapes that skip verification).
+	// +optional
+	// +kubebuilder:validation:Enum=eksa-metrics;none
+	Certificates string `json:"certificates,omitempty"`
 }
+
+// Issuers accepted in tls.certificates.
+const (
+	CertificatesEKSAMetrics = "eksa-metrics"
+	CertificatesNone        = "none"
+)
 
 // TLS versions accepted in tls.minVersion.
 const (

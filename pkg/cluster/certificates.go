@@ -1,0 +1,239 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/certs"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+)
+
+// CertificateStep is one Secret or ConfigMap of the serving certificates
+// (tls.certificates: eksa-metrics): the CA, a proxy's serving certificate,
+// or the CA bundle published for the scrapers. They are not rendered (no
+// private key is ever written to a file); apply makes them before the
+// objects, so that the proxy pods find them.
+type CertificateStep struct {
+	Kind, Namespace, Name string
+	Action                Action // Create, Update or Unchanged
+	// Why says what the step does, for the plan: "new CA", "renew: ...".
+	Why string
+
+	secret    *corev1.Secret
+	configMap *corev1.ConfigMap
+	// restarts names the DaemonSet whose pods read the certificate only when
+	// they start (HAProxy): a renewal restarts them.
+	restarts string
+}
+
+func (s *CertificateStep) String() string {
+	return fmt.Sprintf("%s %s/%s", s.Kind, s.Namespace, s.Name)
+}
+
+// PlanCertificates reads the certificates' Secrets and ConfigMaps and says
+// what apply must write: a CA when there is none, a serving certificate per
+// proxy when it is missing or due for renewal (certs.Renewal), and the CA
+// bundle where the scrapers read it. An object of those names that
+// eksa-metrics did not write (no CertificateLabel) is an error: it is never
+// overwritten. New keys are made here, in memory only.
+func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now time.Time) ([]*CertificateStep, error) {
+	served := templates.ServedCertificates(cfg)
+	if len(served) == 0 {
+		return nil, nil
+	}
+	secrets := c.Core.CoreV1().Secrets(templates.SystemNS)
+	var steps []*CertificateStep
+
+	ca, caStep, err := c.planCA(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if caStep != nil {
+		steps = append(steps, caStep)
+	}
+	for _, comp := range served {
+		name, dns := templates.ServingSecret(comp.ID), templates.ServingName(comp.ID)
+		live, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		step := &CertificateStep{Kind: "Secret", Namespace: templates.SystemNS, Name: name, Action: Unchanged}
+		switch {
+		case apierrors.IsNotFound(err):
+			step.Action, step.Why = Create, "serving certificate for "+dns
+		case err != nil:
+			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.SystemNS, name, c, err)
+		case !ours(live.Labels, "serving"):
+			return nil, foreign("Secret", templates.SystemNS, name, c)
+		default:
+			why := certs.Renewal(certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}, ca, dns, now)
+			if why == "" {
+				steps = append(steps, step)
+				continue
+			}
+			step.Action, step.Why = Update, "renew the serving certificate for "+dns+": "+why
+			step.secret = live.DeepCopy()
+			if comp.Proxy == components.HAProxyPassThrough {
+				step.restarts = templates.ControlPlaneDS
+				step.Why += "; HAProxy reads it at start, so its pods restart one node at a time"
+			}
+		}
+		pair, err := certs.Issue(ca, dns, now)
+		if err != nil {
+			return nil, fmt.Errorf("issuing the serving certificate for %s: %w", dns, err)
+		}
+		if step.secret == nil {
+			step.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: templates.SystemNS, Labels: certLabels("serving")}, Type: corev1.SecretTypeTLS}
+		}
+		step.secret.Data = map[string][]byte{corev1.TLSCertKey: pair.Cert, corev1.TLSPrivateKeyKey: pair.Key}
+		steps = append(steps, step)
+	}
+
+	for _, ns := range bundleNamespaces(cfg) {
+		step := &CertificateStep{Kind: "ConfigMap", Namespace: ns, Name: templates.ServingCA, Action: Unchanged}
+		live, err := c.Core.CoreV1().ConfigMaps(ns).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			step.Action, step.Why = Create, "the CA bundle for the scrapers"
+			step.configMap = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: templates.ServingCA, Namespace: ns, Labels: certLabels("bundle")}}
+		case err != nil:
+			return nil, fmt.Errorf("reading ConfigMap %s/%s in the %s: %w", ns, templates.ServingCA, c, err)
+		case !ours(live.Labels, "bundle"):
+			return nil, foreign("ConfigMap", ns, templates.ServingCA, c)
+		case live.Data[templates.CABundleKey] == string(ca.Cert):
+			steps = append(steps, step)
+			continue
+		default:
+			step.Action, step.Why = Update, "the CA bundle differs from the CA"
+			step.configMap = live.DeepCopy()
+		}
+		step.configMap.Data = map[string]string{templates.CABundleKey: string(ca.Cert)}
+		steps = append(steps, step)
+	}
+	return steps, nil
+}
+
+// planCA returns the CA, a new one (with its step) when there is none.
+func (c *Cluster) planCA(ctx context.Context) (certs.Pair, *CertificateStep, error) {
+	live, err := c.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		ca, err := certs.NewCA(templates.ServingCA)
+		if err != nil {
+			return certs.Pair{}, nil, err
+		}
+		return ca, &CertificateStep{Kind: "Secret", Namespace: templates.SystemNS, Name: templates.ServingCA, Action: Create, Why: "the CA of the proxies' serving certificates",
+			secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: templates.ServingCA, Namespace: templates.SystemNS, Labels: certLabels("ca")}, Type: corev1.SecretTypeTLS,
+				Data: map[string][]byte{corev1.TLSCertKey: ca.Cert, corev1.TLSPrivateKeyKey: ca.Key}}}, nil
+	case err != nil:
+		return certs.Pair{}, nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.SystemNS, templates.ServingCA, c, err)
+	case !ours(live.Labels, "ca"):
+		return certs.Pair{}, nil, foreign("Secret", templates.SystemNS, templates.ServingCA, c)
+	}
+	ca := certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}
+	if _, err := certs.Issue(ca, "probe.invalid", time.Now()); err != nil {
+		return certs.Pair{}, nil, fmt.Errorf("Secret %s/%s in the %s does not hold a usable CA (%v): eksa-metrics does not replace a CA by itself; delete the Secret to have apply make a new one (every proxy's certificate is then renewed)", templates.SystemNS, templates.ServingCA, c, err)
+	}
+	return ca, nil, nil
+}
+
+// ExecuteCertificates writes the steps that create or update, in order
+// (the CA first). With dryRun the API server checks each request and
+// persists nothing.
+func (c *Cluster) ExecuteCertificates(ctx context.Context, steps []*CertificateStep, dryRun bool, report Reporter) error {
+	var opts []string
+	if dryRun {
+		opts = []string{metav1.DryRunAll}
+	}
+	for _, s := range steps {
+		var err error
+		switch {
+		case s.Action == Unchanged:
+			continue
+		case s.configMap != nil && s.Action == Create:
+			// Where the ServiceMonitors go, apply creates the namespace too.
+			if err = c.ensureNamespace(ctx, s.Namespace, dryRun); errors.Is(err, errNamespaceDryRun) {
+				report.emit(Event{Cluster: c.String(), Object: s.String(), Action: "skipped", Message: "not validated: its namespace does not exist yet, and a server dry run cannot create it"})
+				continue
+			}
+			if err == nil {
+				_, err = c.Core.CoreV1().ConfigMaps(s.Namespace).Create(ctx, s.configMap, metav1.CreateOptions{DryRun: opts, FieldManager: FieldManager})
+			}
+		case s.secret != nil && s.Action == Create:
+			_, err = c.Core.CoreV1().Secrets(s.Namespace).Create(ctx, s.secret, metav1.CreateOptions{DryRun: opts, FieldManager: FieldManager})
+		case s.secret != nil:
+			_, err = c.Core.CoreV1().Secrets(s.Namespace).Update(ctx, s.secret, metav1.UpdateOptions{DryRun: opts, FieldManager: FieldManager})
+		default:
+			_, err = c.Core.CoreV1().ConfigMaps(s.Namespace).Update(ctx, s.configMap, metav1.UpdateOptions{DryRun: opts, FieldManager: FieldManager})
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s in the %s: %w", s, c, err)
+		}
+		verb := map[Action]string{Create: "created", Update: "configured"}[s.Action]
+		report.emit(Event{Cluster: c.String(), Object: s.String(), Action: verb, Message: s.Why})
+		if s.restarts != "" && !dryRun {
+			if err := c.restart(ctx, s.restarts, s.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// restart rolls a DaemonSet's pods (as kubectl rollout restart does) by an
+// annotation on its pod template that names the renewed Secret and its
+// version, under a field manager of its own. A DaemonSet that does not exist
+// yet starts with the new certificate anyway.
+func (c *Cluster) restart(ctx context.Context, ds, secret string) error {
+	s, err := c.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, secret, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, templates.CertificateLabel+"-"+secret, s.ResourceVersion)
+	_, err = c.Core.AppsV1().DaemonSets(templates.SystemNS).Patch(ctx, ds, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager + "-certificates"})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("restarting DaemonSet %s/%s for its renewed certificate in the %s: %w", templates.SystemNS, ds, c, err)
+	}
+	return nil
+}
+
+// bundleNamespaces are where scrapers read the CA bundle: the namespace of
+// the ServiceMonitors (prometheus-operator reads it there) and of every
+// ServiceAccount scraper (a Prometheus mounts it from its own namespace).
+func bundleNamespaces(cfg *spec.Config) []string {
+	var out []string
+	if cfg.ServiceMonitors {
+		out = append(out, cfg.MonitoringNamespace)
+	}
+	for _, s := range cfg.Scrapers {
+		if s.Kind == metricsv1alpha1.ScraperServiceAccount && !slices.Contains(out, s.Namespace) {
+			out = append(out, s.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func certLabels(role string) map[string]string {
+	return map[string]string{templates.ManagedByLabel: templates.Prefix, templates.CertificateLabel: role}
+}
+
+func ours(l map[string]string, role string) bool {
+	return l[templates.ManagedByLabel] == templates.Prefix && l[templates.CertificateLabel] == role
+}
+
+func foreign(kind, ns, name string, c *Cluster) error {
+	return fmt.Errorf("%s %s/%s in the %s was not written by eksa-metrics (it lacks the label %s), so apply does not overwrite it: rename or remove it yourself, or set spec.tls.certificates: none",
+		kind, ns, name, c, templates.CertificateLabel)
+}
