@@ -345,7 +345,7 @@ func TestValidateUnreachableClusterKeepsOfflineResults(t *testing.T) {
 	for _, r := range rep.Results {
 		status[r.Name] = r.Status
 	}
-	if code != ExitRuntime || status["spec-loads"] != "pass" || status["rbac-least-privilege"] != "pass" || status["drift"] != "error" || rep.Summary["error"] != 6 {
+	if code != ExitRuntime || status["spec-loads"] != "pass" || status["rbac-least-privilege"] != "pass" || status["drift"] != "error" || rep.Summary["error"] != 7 {
 		t.Fatalf("exit %d, %v %v", code, status, rep.Summary)
 	}
 	if _, ok := rep.Summary["warn"]; !ok {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	certutil "k8s.io/client-go/util/cert"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/certs"
@@ -29,6 +30,8 @@ type CertificateStep struct {
 	Action                Action // Create, Update or Unchanged
 	// Why says what the step does, for the plan: "new CA", "renew: ...".
 	Why string
+	// Expires is when the live serving certificate expires (zero for a new one).
+	Expires time.Time
 
 	secret    *corev1.Secret
 	configMap *corev1.ConfigMap
@@ -48,11 +51,26 @@ func (s *CertificateStep) String() string {
 // eksa-metrics did not write (no CertificateLabel) is an error: it is never
 // overwritten. New keys are made here, in memory only.
 func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now time.Time) ([]*CertificateStep, error) {
-	served := templates.ServedCertificates(cfg)
+	type serving struct {
+		namespace, name, dns string
+		haproxy              bool
+	}
+	var served []serving
+	for _, comp := range templates.ServedCertificates(cfg) {
+		served = append(served, serving{templates.SystemNS, templates.ServingSecret(comp.ID), templates.ServingName(comp.ID), comp.Proxy == components.HAProxyPassThrough})
+	}
+	for _, m := range templates.ServedManagement(cfg) {
+		// A controller that is not installed gets no edit, so no certificate.
+		if _, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("reading Deployment %s/%s in the %s: %w", m.Namespace, m.Deployment, c, err)
+		}
+		served = append(served, serving{m.Namespace, templates.ServingSecret(components.ID(m.Deployment)), templates.ManagementServingName(m), false})
+	}
 	if len(served) == 0 {
 		return nil, nil
 	}
-	secrets := c.Core.CoreV1().Secrets(templates.SystemNS)
 	var steps []*CertificateStep
 
 	ca, caStep, err := c.planCA(ctx)
@@ -62,18 +80,21 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 	if caStep != nil {
 		steps = append(steps, caStep)
 	}
-	for _, comp := range served {
-		name, dns := templates.ServingSecret(comp.ID), templates.ServingName(comp.ID)
-		live, err := secrets.Get(ctx, name, metav1.GetOptions{})
-		step := &CertificateStep{Kind: "Secret", Namespace: templates.SystemNS, Name: name, Action: Unchanged}
+	for _, sv := range served {
+		ns, name, dns := sv.namespace, sv.name, sv.dns
+		live, err := c.Core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		step := &CertificateStep{Kind: "Secret", Namespace: ns, Name: name, Action: Unchanged}
 		switch {
 		case apierrors.IsNotFound(err):
 			step.Action, step.Why = Create, "serving certificate for "+dns
 		case err != nil:
-			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.SystemNS, name, c, err)
+			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", ns, name, c, err)
 		case !ours(live.Labels, "serving"):
-			return nil, foreign("Secret", templates.SystemNS, name, c)
+			return nil, foreign("Secret", ns, name, c)
 		default:
+			if leaf, err := certutil.ParseCertsPEM(live.Data[corev1.TLSCertKey]); err == nil {
+				step.Expires = leaf[0].NotAfter
+			}
 			why := certs.Renewal(certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}, ca, dns, now)
 			if why == "" {
 				steps = append(steps, step)
@@ -81,7 +102,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			}
 			step.Action, step.Why = Update, "renew the serving certificate for "+dns+": "+why
 			step.secret = live.DeepCopy()
-			if comp.Proxy == components.HAProxyPassThrough {
+			if sv.haproxy {
 				step.restarts = templates.ControlPlaneDS
 				step.Why += "; HAProxy reads it at start, so its pods restart one node at a time"
 			}
@@ -91,7 +112,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			return nil, fmt.Errorf("issuing the serving certificate for %s: %w", dns, err)
 		}
 		if step.secret == nil {
-			step.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: templates.SystemNS, Labels: certLabels("serving")}, Type: corev1.SecretTypeTLS}
+			step.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: certLabels("serving")}, Type: corev1.SecretTypeTLS}
 		}
 		step.secret.Data = map[string][]byte{corev1.TLSCertKey: pair.Cert, corev1.TLSPrivateKeyKey: pair.Key}
 		steps = append(steps, step)

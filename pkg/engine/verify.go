@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
@@ -87,7 +89,7 @@ func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOpti
 // CA; nil when the spec does not use it or apply has not made it yet (the
 // rows that need it then fail and say so).
 func readServingCA(ctx context.Context, workload *cluster.Cluster, r *render.Result) (*x509.CertPool, error) {
-	if len(templates.ServedCertificates(r.Config)) == 0 {
+	if len(templates.ServedCertificates(r.Config))+len(templates.ServedManagement(r.Config)) == 0 {
 		return nil, nil
 	}
 	s, err := workload.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
@@ -132,7 +134,11 @@ func managementTargets(ctx context.Context, mgmt *cluster.Cluster, r *render.Res
 				if ep.TargetRef != nil {
 					pod = ep.TargetRef.Name
 				}
-				found = append(found, verify.ManagementTarget(m.Deployment, pod, ep.Addresses[0], ""))
+				t := verify.ManagementTarget(m.Deployment, pod, ep.Addresses[0], "")
+				if slices.ContainsFunc(templates.ServedManagement(r.Config), func(s components.Resolved) bool { return s.Deployment == m.Deployment }) {
+					t.ServingName = templates.ManagementServingName(m)
+				}
+				found = append(found, t)
 			}
 		}
 		if len(found) == 0 {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
@@ -89,7 +90,13 @@ type DeploymentEdit struct {
 	SetArgs []string
 	// Sidecar is added, or replaces a container of the same name.
 	Sidecar *corev1.Container
+	// Volume (the sidecar's serving certificate) is added to the pod, or
+	// replaces a volume of the same name.
+	Volume *corev1.Volume
 }
+
+// SidecarVolume is the pod volume of the sidecar's serving certificate.
+const SidecarVolume = "eksa-metrics-serving"
 
 // ManagementEdits lists the Deployment edits of the management components:
 // for shipped secure diagnostics, the diagnostics flags as shipped (so an
@@ -129,6 +136,15 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 				Ports:           []corev1.ContainerPort{port},
 				SecurityContext: hardened(65532),
 				Resources:       smallResources(),
+			}
+			if c.ServingCertificates {
+				dir := ServingDir(components.ID(m.Deployment))
+				e.Sidecar.Args = append(e.Sidecar.Args, "--tls-cert-file="+dir+"/tls.crt", "--tls-private-key-file="+dir+"/tls.key")
+				e.Sidecar.VolumeMounts = []corev1.VolumeMount{{Name: SidecarVolume, MountPath: dir, ReadOnly: true}}
+				// Mounted only into the sidecar; readable by its user without
+				// changing the pod's fsGroup.
+				e.Volume = &corev1.Volume{Name: SidecarVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: ServingSecret(components.ID(m.Deployment)), DefaultMode: ptr.To[int32](0o444)}}}
 			}
 		}
 		out = append(out, e)
@@ -174,6 +190,13 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 			spec.Containers = append(spec.Containers, *e.Sidecar.DeepCopy())
 		}
 	}
+	if e.Volume != nil {
+		if i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == e.Volume.Name }); i < 0 {
+			spec.Volumes = append(spec.Volumes, *e.Volume.DeepCopy())
+		} else if !equality.Semantic.DeepEqual(spec.Volumes[i], *e.Volume) {
+			spec.Volumes[i] = *e.Volume.DeepCopy()
+		}
+	}
 	return !equality.Semantic.DeepEqual(before, d), nil
 }
 
@@ -184,7 +207,7 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 func sidecarIs(live, want corev1.Container) bool {
 	return live.Image == want.Image && slices.Equal(live.Args, want.Args) && slices.Equal(live.Command, want.Command) &&
 		equality.Semantic.DeepEqual(live.Ports, want.Ports) && equality.Semantic.DeepEqual(live.SecurityContext, want.SecurityContext) &&
-		equality.Semantic.DeepEqual(live.Resources, want.Resources) && len(live.Env) == 0 && len(live.VolumeMounts) == 0
+		equality.Semantic.DeepEqual(live.Resources, want.Resources) && len(live.Env) == 0 && equality.Semantic.DeepEqual(live.VolumeMounts, want.VolumeMounts)
 }
 
 // setArg replaces "--flag", "--flag=..." by arg, where it stands, or appends it.

@@ -161,3 +161,26 @@ func ServedCertificates(c *spec.Config) []components.Cluster {
 	}
 	return proxied(c, "")
 }
+
+// ServedManagement are the management controllers whose metrics eksa-metrics'
+// own kube-rbac-proxy sidecar serves, with a certificate from its CA. (A
+// controller's own secure diagnostics or shipped proxy makes its own
+// self-signed certificate.)
+func ServedManagement(c *spec.Config) []components.Resolved {
+	if !c.ServingCertificates {
+		return nil
+	}
+	var out []components.Resolved
+	for _, m := range ManagementComponents(c) {
+		if m.Method == components.Sidecar {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ManagementServingName is the DNS name in a management sidecar's
+// certificate: its metrics Service's name.
+func ManagementServingName(m components.Resolved) string {
+	return m.Deployment + "-metrics." + m.Namespace + ".svc"
+}

@@ -83,8 +83,12 @@ func targets(c *spec.Config) []target {
 		if m.Method != components.Shipped {
 			why = "kube-rbac-proxy generates a self-signed serving certificate"
 		}
-		out = append(out, target{comp: comp, job: m.Deployment, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
-			selector: map[string]string{ComponentLabel: m.Deployment}, jobLabel: JobLabel, insecure: why, mgmt: true})
+		t := target{comp: comp, job: m.Deployment, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
+			selector: map[string]string{ComponentLabel: m.Deployment}, jobLabel: JobLabel, insecure: why, mgmt: true}
+		if slices.ContainsFunc(ServedManagement(c), func(s components.Resolved) bool { return s.Deployment == m.Deployment }) {
+			t.serverName, t.insecure, t.ownCA = ManagementServingName(m), "", true
+		}
+		out = append(out, t)
 	}
 	return out
 }

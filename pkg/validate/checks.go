@@ -7,8 +7,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,7 +47,40 @@ func Checks() []Check {
 		{"prometheus-selects-monitors", "online", checkPrometheusSelects},
 		{"cluster-not-paused", "online", checkNotPaused},
 		{"management-components", "online", checkManagementComponents},
+		{"serving-certificates", "online", checkServingCertificates},
 	}
+}
+
+// checkServingCertificates: every proxy's serving certificate exists, was
+// written by eksa-metrics, and does not expire within 30 days.
+func checkServingCertificates(ctx context.Context, in *Input) Result {
+	now := time.Now()
+	steps, err := in.Workload.PlanCertificates(ctx, in.Result.Config, now)
+	if err != nil {
+		return Result{Status: Fail, Message: "the serving certificates cannot be kept by apply", Details: []string{err.Error()}}
+	}
+	if len(steps) == 0 {
+		return pass("no proxy serves eksa-metrics' certificates (tls.certificates: none, or nothing proxied)")
+	}
+	var missing, expiring, due []string
+	for _, s := range steps {
+		switch {
+		case s.Action == cluster.Create:
+			missing = append(missing, s.String())
+		case !s.Expires.IsZero() && s.Expires.Sub(now) < verify.ExpiryWarning:
+			expiring = append(expiring, fmt.Sprintf("%s expires on %s", s, s.Expires.UTC().Format(time.DateOnly)))
+		case s.Action == cluster.Update:
+			due = append(due, fmt.Sprintf("%s: %s", s, s.Why))
+		}
+	}
+	switch {
+	case len(missing)+len(expiring) > 0:
+		return Result{Status: Fail, Message: fmt.Sprintf("%d serving certificates are missing or expire within 30 days", len(missing)+len(expiring)),
+			Details: append(missing, expiring...), Remediation: "run eksa-metrics apply: it makes and renews them (Prometheus refuses the proxies' targets without them)"}
+	case len(due) > 0:
+		return Result{Status: Warn, Message: fmt.Sprintf("%d serving certificates are due for renewal", len(due)), Details: due, Remediation: "run eksa-metrics apply"}
+	}
+	return pass("%d certificates and bundles are in place, none due for renewal", len(steps))
 }
 
 func checkSpecLoads(_ context.Context, in *Input) Result {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,22 +65,26 @@ func servingCA(t *testing.T, cp *framework.ControlPlane) *x509.CertPool {
 // the text with those paths.
 func servingFiles(t *testing.T, cp *framework.ControlPlane, text string) string {
 	t.Helper()
-	for _, id := range []components.ID{components.Etcd, components.KubeProxy, components.KubeControllerManager, components.KubeScheduler} {
-		dir := templates.ServingDir(id)
-		if !strings.Contains(text, dir+"/") {
-			continue
-		}
-		s, err := cp.Client.CoreV1().Secrets(templates.SystemNS).Get(context.Background(), templates.ServingSecret(id), metav1.GetOptions{})
+	prefix := templates.ServingDir("")
+	for _, m := range regexp.MustCompile(regexp.QuoteMeta(prefix)+`([a-z0-9-]+)/`).FindAllStringSubmatch(text, -1) {
+		id := components.ID(m[1])
+		// The proxies' Secrets are in kube-system, a sidecar's in its controller's namespace.
+		list, err := cp.Client.CoreV1().Secrets("").List(context.Background(), metav1.ListOptions{LabelSelector: templates.CertificateLabel + "=serving"})
 		if err != nil {
-			t.Fatalf("the Secret behind %s: %v", dir, err)
+			t.Fatal(err)
 		}
+		i := slices.IndexFunc(list.Items, func(s corev1.Secret) bool { return s.Name == templates.ServingSecret(id) })
+		if i < 0 {
+			t.Fatalf("no Secret %s behind %s", templates.ServingSecret(id), m[0])
+		}
+		s := list.Items[i]
 		local := t.TempDir()
 		for name, data := range map[string][]byte{"tls.crt": s.Data[corev1.TLSCertKey], "tls.key": s.Data[corev1.TLSPrivateKeyKey], "tls.crt.key": s.Data[corev1.TLSPrivateKeyKey]} {
 			if err := os.WriteFile(filepath.Join(local, name), data, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}
-		text = strings.ReplaceAll(text, dir+"/", local+"/")
+		text = strings.ReplaceAll(text, m[0], local+"/")
 	}
 	return text
 }

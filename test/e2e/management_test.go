@@ -56,6 +56,7 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 			objs = append(objs, o.Object)
 		}
 	}
+	servingCertificates(t, cp, r) // the sidecar's serving certificate, as apply makes it
 	if err := cp.Apply(ctx, framework.FieldManager, false, objs...); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 		append(testBed(), "--insecure-diagnostics", fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", upstream)))
 	var sidecarArgs []string
 	for _, a := range sidecar.Args {
-		sidecarArgs = append(sidecarArgs, strings.Replace(a, "0.0.0.0:", sidecarPodIP+":", 1))
+		sidecarArgs = append(sidecarArgs, servingFiles(t, cp, strings.Replace(a, "0.0.0.0:", sidecarPodIP+":", 1)))
 	}
 	// In the pod it runs as the Deployment's ServiceAccount, which the
 	// shipped chart binds to its proxy role (tokenreviews, subjectaccessreviews).
@@ -180,6 +181,14 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	for _, want := range []string{"kube-apiserver", "capi-controller-manager@capi-controller-manager-7d9f", "eks-anywhere-packages@eks-anywhere-packages-7d9f"} {
 		if p := problemsOf(v, want); len(p) != 0 {
 			t.Errorf("%s: %v", want, p)
+		}
+	}
+	// The sidecar serves eksa-metrics' certificate for its Service's name;
+	// the Cluster API manager its own self-signed one.
+	for _, r := range v.results {
+		want := map[string]string{"capi-controller-manager": "self-signed", "eks-anywhere-packages": "eksa-metrics CA"}[string(r.Target.Component)]
+		if want != "" && r.TLS != want {
+			t.Errorf("%s: TLS %q, want %q", r.Target, r.TLS, want)
 		}
 	}
 	if len(v.results) != 3 || !strings.Contains(v.stderr, "Deployment eksa-system/eksa-controller-manager is not installed") {

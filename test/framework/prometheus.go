@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -74,7 +75,9 @@ func (c *Cluster) OperatorConfig(t testing.TB, namespace, name string, wantJobs 
 // (if any), the TLS assets the operator collects from ServiceMonitors
 // (/etc/prometheus/certs/<key>, from its Secret prometheus-<name>-tls-assets-0);
 // and each ConfigMap of configMaps (a Prometheus' spec.configMaps) at
-// /etc/prometheus/configmaps/<name>/<key>, from namespace.
+// /etc/prometheus/configmaps/<name>/<key>, from namespace, when it exists (as
+// an optional ConfigMap volume: a configuration that needs a missing one
+// fails to load, which the caller sees).
 func (c *Cluster) PrometheusMounts(t testing.TB, namespace, prometheus string, configMaps ...string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -89,6 +92,9 @@ func (c *Cluster) PrometheusMounts(t testing.TB, namespace, prometheus string, c
 	}
 	for _, name := range configMaps {
 		cm, err := c.Client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
 		if err != nil {
 			t.Fatalf("ConfigMap %s/%s for Prometheus: %v", namespace, name, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
 )
 
 // apply makes the serving CA and one certificate per proxy before the
@@ -46,9 +47,17 @@ func TestApplyMakesAndRenewsServingCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// validate --kubeconfig says they are missing before the first apply.
+	_, results, _ := runValidate(t, "-f", specPath, "--kubeconfig", kubeconfig)
+	if r := results["serving-certificates"]; r.Status != validate.Fail || !strings.Contains(strings.Join(r.Details, ";"), "Secret kube-system/eksa-metrics-etcd-serving") {
+		t.Errorf("serving-certificates before apply: %+v", r)
+	}
 	code, stderr, _ = apply(t, 0, "-f", specPath, "--kubeconfig", kubeconfig)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if _, results, _ := runValidate(t, "-f", specPath, "--kubeconfig", kubeconfig); results["serving-certificates"].Status != validate.Pass {
+		t.Errorf("serving-certificates after apply: %+v", results["serving-certificates"])
 	}
 	if strings.Contains(stderr, "PRIVATE KEY") {
 		t.Fatal("apply printed a private key")
@@ -124,6 +133,11 @@ func TestApplyMakesAndRenewsServingCertificates(t *testing.T) {
 	}
 	if err := cl.ExecuteCertificates(ctx, steps, false, nil); err != nil {
 		t.Fatal(err)
+	}
+	// Certificates issued as if 250 days from now are not valid yet today;
+	// validate reports them due for renewal.
+	if _, results, _ := runValidate(t, "-f", specPath, "--kubeconfig", kubeconfig); results["serving-certificates"].Status != validate.Warn {
+		t.Errorf("serving-certificates with certificates not valid yet: %+v", results["serving-certificates"])
 	}
 	ds, err := cp.Client.AppsV1().DaemonSets(templates.SystemNS).Get(ctx, templates.ControlPlaneDS, metav1.GetOptions{})
 	if err != nil {
