@@ -9,7 +9,8 @@ LDFLAGS  := -s -w -X github.com/eksa-metrics/eksa-metrics/internal/cli.Version=$
 UNIT_PKGS = ./cmd/... ./internal/... ./pkg/...
 # The packages with golden files (their tests named *Golden*; testutil.Golden's -update flag).
 GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates ./pkg/components
-CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+# controller-gen, pinned and cached like the test bed (hack/build-controller-gen.sh).
+CONTROLLER_GEN ?= bin/controller-gen
 FUZZTIME ?= 30s
 
 .PHONY: help
@@ -53,7 +54,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 30s)
 
 .PHONY: lint
 lint: ## gofmt and go vet
-	@out=$$(gofmt -l cmd internal pkg test hack); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd config internal pkg test hack); if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 .PHONY: verify
@@ -67,8 +68,10 @@ update-golden: ## Rewrite golden files from the current renderer
 	$(GO) test -count=1 -run Golden $(GOLDEN_PKGS) -args -update
 
 .PHONY: generate
-generate: ## Regenerate the API types' DeepCopy and the MetricsConfig CRD (controller-gen, pinned)
+generate: ## Regenerate the API types' DeepCopy and the MetricsConfig CRD in config/crd (controller-gen, pinned)
+	hack/build-controller-gen.sh
 	$(CONTROLLER_GEN) object paths=./pkg/apis/...
+	$(CONTROLLER_GEN) crd paths=./pkg/apis/... output:crd:dir=config/crd
 
 .PHONY: clean
 clean: ## Remove bin/ (the build cache in ~/.cache/eksa-metrics stays)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Copies the real CRDs the tests install out of the Go modules that ship them:
 # Cluster API's KubeadmControlPlane and prometheus-operator's ServiceMonitor
-# and PodMonitor. Output: bin/crds/<project>/*.yaml
+# and PodMonitor, and EKS Anywhere's own (the Cluster and the provider
+# objects it refers to). Output: bin/crds/<project>/*.yaml
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CAPI_VERSION="${CAPI_VERSION:-v1.13.2}"
 PROMETHEUS_OPERATOR_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
+EKSA_VERSION="${EKSA_VERSION:-v0.26.1}"
 
 module_dir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'; }
 
@@ -20,3 +22,6 @@ install -m 0644 "${capi}"/config/crd/bases/*.yaml "${BIN}/crds/cluster-api-core/
 for crd in servicemonitors podmonitors; do
   install -m 0644 "${prom}/example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml" "${BIN}/crds/prometheus-operator/"
 done
+eksa="$(module_dir "github.com/aws/eks-anywhere@${EKSA_VERSION}")"
+mkdir -p "${BIN}/crds/eks-anywhere"
+install -m 0644 "${eksa}"/config/crd/bases/anywhere.eks.amazonaws.com_*.yaml "${BIN}/crds/eks-anywhere/"

@@ -45,7 +45,7 @@ changes, proxies, least-privilege RBAC and scrape configuration.`,
 	}
 	root.PersistentFlags().IntVarP(&f.Verbosity, "verbosity", "v", 0, "log level: 0 nothing but warnings, 1 decisions (contract, stack, what is skipped), 6 every API request (logs go to stderr)")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{err} })
-	root.AddCommand(NewCmdGenerate(f, nil), NewCmdApply(f, nil), NewCmdVerify(f, nil), NewCmdValidate(f, nil), NewCmdVersion(f))
+	root.AddCommand(NewCmdGenerate(f, nil), NewCmdApply(f, nil), NewCmdVerify(f, nil), NewCmdValidate(f, nil), NewCmdVersion(f), NewCmdController(f))
 	return root
 }
 

@@ -258,3 +258,30 @@ func foreign(kind, ns, name string, c *Cluster) error {
 	return fmt.Errorf("%s %s/%s in the %s was not written by eksa-metrics (it lacks the label %s), so apply does not overwrite it: rename or remove it yourself, or set spec.tls.certificates: none",
 		kind, ns, name, c, templates.CertificateLabel)
 }
+
+// DeleteCertificates deletes the serving certificates' Secrets and CA
+// bundles eksa-metrics wrote in this cluster (those with its labels only).
+func (c *Cluster) DeleteCertificates(ctx context.Context) error {
+	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel}
+	secrets, err := c.Core.CoreV1().Secrets("").List(ctx, sel)
+	if err != nil {
+		return fmt.Errorf("listing the serving certificates in the %s: %w", c, err)
+	}
+	for _, s := range secrets.Items {
+		err := c.Core.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Secret %s/%s in the %s: %w", s.Namespace, s.Name, c, err)
+		}
+	}
+	cms, err := c.Core.CoreV1().ConfigMaps("").List(ctx, sel)
+	if err != nil {
+		return fmt.Errorf("listing the CA bundles in the %s: %w", c, err)
+	}
+	for _, cm := range cms.Items {
+		err := c.Core.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ConfigMap %s/%s in the %s: %w", cm.Namespace, cm.Name, c, err)
+		}
+	}
+	return nil
+}

@@ -5,8 +5,10 @@ import (
 	"sync"
 )
 
-// lockedBuffer keeps a process's output; the process writes while a failing
+// LockedBuffer keeps a process's output; the process writes while a failing
 // test may read it.
+type LockedBuffer = lockedBuffer
+
 type lockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

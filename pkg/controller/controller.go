@@ -1,0 +1,499 @@
+// Package controller is the second driver of the engine: a controller in the
+// management cluster that keeps every EKS Anywhere Cluster a MetricsConfig
+// selects as the spec says, on the same rendering, planning and apply code
+// as the CLI. It reacts to watches only: MetricsConfigs, EKS-A Clusters,
+// KubeadmControlPlanes, the management Deployments it edits and the workload
+// kubeconfig Secrets.
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// Finalizer makes a deleted MetricsConfig wait until what it applied is gone.
+const Finalizer = "metrics.anywhere.eks.amazonaws.com/cleanup"
+
+// PausedAnnotation is EKS-A's: a paused Cluster is left alone.
+const PausedAnnotation = "anywhere.eks.amazonaws.com/paused"
+
+// ClusterGVK is the EKS Anywhere Cluster.
+var ClusterGVK = schema.GroupVersionKind{Group: "anywhere.eks.amazonaws.com", Version: "v1alpha1", Kind: "Cluster"}
+
+var kcpGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlane"}
+
+// Reconciler reconciles MetricsConfigs.
+type Reconciler struct {
+	// Client reads and writes the management cluster through the manager's cache.
+	Client client.Client
+	// Management is the management cluster for the engine (server-side apply,
+	// planning, certificates).
+	Management *cluster.Cluster
+	// Concurrency bounds how many Clusters of one MetricsConfig are applied
+	// at once.
+	Concurrency int
+	// Recorder receives an event per object changed in a cluster.
+	Recorder events.EventRecorder
+
+	mu        sync.Mutex
+	workloads map[string]workload // by Cluster name
+}
+
+type workload struct {
+	hash    [32]byte // of the kubeconfig it was made from
+	cluster *cluster.Cluster
+}
+
+// SetupWithManager registers the controller and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.workloads = map[string]workload{}
+	eksaCluster := &unstructured.Unstructured{}
+	eksaCluster.SetGroupVersionKind(ClusterGVK)
+	kcp := &metav1.PartialObjectMetadata{}
+	kcp.SetGroupVersionKind(kcpGVK)
+	all := handler.EnqueueRequestsFromMapFunc(r.everyMetricsConfig)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("metricsconfig").
+		// Its own status updates change neither: no reconcile loop.
+		For(&metricsv1alpha1.MetricsConfig{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
+		Watches(eksaCluster, handler.EnqueueRequestsFromMapFunc(r.selecting)).
+		WatchesMetadata(kcp, all).
+		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(managedDeployment))).
+		Watches(&corev1.Secret{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(kubeconfigSecret))).
+		Complete(r)
+}
+
+// deleting passes the update that sets a deletion timestamp (which changes
+// no generation).
+type deleting struct{ predicate.Funcs }
+
+func (deleting) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// managedDeployment: a Deployment of a management controller eksa-metrics
+// may edit (the catalog's namespaces).
+func managedDeployment(o client.Object) bool {
+	return slices.ContainsFunc(components.ManagementCatalog, func(m components.Management) bool {
+		return m.Namespace == o.GetNamespace() && m.Deployment == o.GetName()
+	})
+}
+
+func kubeconfigSecret(o client.Object) bool {
+	return o.GetNamespace() == "eksa-system" && strings.HasSuffix(o.GetName(), "-kubeconfig")
+}
+
+func (r *Reconciler) everyMetricsConfig(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list metricsv1alpha1.MetricsConfigList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, mc := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mc.Namespace, Name: mc.Name}})
+	}
+	return out
+}
+
+// selecting maps a Cluster to the MetricsConfigs that select it or selected
+// it before (to clean up after a label change).
+func (r *Reconciler) selecting(ctx context.Context, o client.Object) []reconcile.Request {
+	var list metricsv1alpha1.MetricsConfigList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, mc := range list.Items {
+		ok, _ := selects(&mc, o.GetName(), o.GetLabels())
+		had := slices.ContainsFunc(mc.Status.Clusters, func(s metricsv1alpha1.ClusterStatus) bool { return s.Name == o.GetName() })
+		if ok || had {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mc.Namespace, Name: mc.Name}})
+		}
+	}
+	return out
+}
+
+func selects(mc *metricsv1alpha1.MetricsConfig, name string, l map[string]string) (bool, error) {
+	switch {
+	case mc.Spec.ClusterRef != nil:
+		return mc.Spec.ClusterRef.Name == name, nil
+	case mc.Spec.ClusterSelector != nil:
+		sel, err := metav1.LabelSelectorAsSelector(mc.Spec.ClusterSelector)
+		if err != nil {
+			return false, err
+		}
+		return sel.Matches(labels.Set(l)), nil
+	}
+	return false, nil
+}
+
+// Reconcile makes every selected Cluster match the MetricsConfig, cleans up
+// the ones it no longer selects, and everything when it is deleted.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var mc metricsv1alpha1.MetricsConfig
+	if err := r.Client.Get(ctx, req.NamespacedName, &mc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, r.finalize(ctx, &mc)
+	}
+	if !controllerutil.ContainsFinalizer(&mc, Finalizer) {
+		// A patch of the finalizer only (an Update would claim every
+		// defaulted field of the spec).
+		before := mc.DeepCopy()
+		controllerutil.AddFinalizer(&mc, Finalizer)
+		if err := r.Client.Patch(ctx, &mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+
+	var clusters unstructured.UnstructuredList
+	clusters.SetGroupVersionKind(ClusterGVK)
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
+	}
+	var selected []*unstructured.Unstructured
+	for i := range clusters.Items {
+		c := &clusters.Items[i]
+		ok, err := selects(&mc, c.GetName(), c.GetLabels())
+		if err != nil {
+			return reconcile.Result{}, reconcile.TerminalError(err)
+		}
+		if ok && c.GetDeletionTimestamp().IsZero() {
+			selected = append(selected, c)
+		}
+	}
+	sort.Slice(selected, func(i, j int) bool { return selected[i].GetName() < selected[j].GetName() })
+
+	statuses := make([]metricsv1alpha1.ClusterStatus, len(selected))
+	old := map[string]metricsv1alpha1.ClusterStatus{}
+	for _, s := range mc.Status.Clusters {
+		old[s.Name] = s
+	}
+	engine.Parallel(ctx, len(selected), max(r.Concurrency, 1), func(i int) {
+		statuses[i] = r.reconcileCluster(ctx, &mc, selected[i], old[selected[i].GetName()])
+	})
+
+	// Clusters no longer selected: take back what was applied to them.
+	var retry bool
+	for name := range old {
+		if slices.ContainsFunc(selected, func(c *unstructured.Unstructured) bool { return c.GetName() == name }) {
+			continue
+		}
+		if err := r.cleanup(ctx, &mc, name); err != nil {
+			st := old[name]
+			st.LastError = "cleaning up after it left the selection: " + err.Error()
+			statuses = append(statuses, st)
+			retry = true
+		}
+	}
+
+	before := mc.DeepCopy()
+	mc.Status.ObservedGeneration = mc.Generation
+	mc.Status.Clusters = statuses
+	mc.Status.SelectedClusters = int32(len(selected))
+	ready := int32(0)
+	for _, s := range statuses {
+		if meta.IsStatusConditionTrue(s.Conditions, metricsv1alpha1.ConditionApplied) {
+			ready++
+		}
+	}
+	mc.Status.ReadyClusters = ready
+	summary := metav1.Condition{Type: metricsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Applied",
+		Message: fmt.Sprintf("%d of %d selected Clusters applied", ready, len(selected)), ObservedGeneration: mc.Generation}
+	if int(ready) != len(selected) || retry {
+		summary.Status, summary.Reason = metav1.ConditionFalse, "NotAllApplied"
+	}
+	meta.SetStatusCondition(&mc.Status.Conditions, summary)
+	// The controller is the status' only writer: a patch, not an update
+	// that a newer resourceVersion (its own finalizer patch) would refuse.
+	if err := r.Client.Status().Patch(ctx, &mc, client.MergeFrom(before)); err != nil {
+		return reconcile.Result{}, err
+	}
+	if summary.Status == metav1.ConditionFalse {
+		// Errors (an unreachable workload cluster) are retried with backoff;
+		// a paused Cluster or a refused rollout waits for its next event.
+		for _, s := range statuses {
+			if s.LastError != "" {
+				return reconcile.Result{RequeueAfter: time.Minute}, nil
+			}
+		}
+		if retry {
+			return reconcile.Result{RequeueAfter: time.Minute}, nil
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// reconcileCluster renders the MetricsConfig for one Cluster and applies it.
+func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.ClusterStatus) metricsv1alpha1.ClusterStatus {
+	st := metricsv1alpha1.ClusterStatus{Name: obj.GetName(), ObservedGeneration: mc.Generation, Conditions: prev.Conditions}
+	set := func(t string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: mc.Generation})
+	}
+	fail := func(t, reason string, err error) metricsv1alpha1.ClusterStatus {
+		set(t, false, reason, err.Error())
+		st.LastError = err.Error()
+		return st
+	}
+	if obj.GetAnnotations()[PausedAnnotation] == "true" {
+		set(metricsv1alpha1.ConditionApplied, false, "ClusterPaused", "the EKS Anywhere Cluster is paused: nothing is changed until the annotation "+PausedAnnotation+" is removed")
+		st.RolledOut = prev.RolledOut
+		return st
+	}
+	in, err := r.input(ctx, mc, obj)
+	if err != nil {
+		return fail(metricsv1alpha1.ConditionRendered, "InvalidInput", err)
+	}
+	res, err := render.Render(in, spec.Options{})
+	if err != nil {
+		return fail(metricsv1alpha1.ConditionRendered, "Invalid", err)
+	}
+	set(metricsv1alpha1.ConditionRendered, true, "Rendered", fmt.Sprintf("%d objects", len(res.Objects)))
+	cl, err := r.clusters(ctx, res)
+	if err != nil {
+		return fail(metricsv1alpha1.ConditionApplied, "Unreachable", err)
+	}
+	written, err := r.apply(ctx, mc, cl, res, obj)
+	var refused *engine.RolloutRefusedError
+	switch {
+	case errors.As(err, &refused):
+		set(metricsv1alpha1.ConditionApplied, false, "RolloutNotAllowed", err.Error()+": set spec.allowControlPlaneRollout: true when a rollout is acceptable")
+		return st
+	case err != nil:
+		return fail(metricsv1alpha1.ConditionApplied, "ApplyFailed", err)
+	}
+	set(metricsv1alpha1.ConditionApplied, true, "Applied", fmt.Sprintf("%d objects written", len(written)))
+	st.RolledOut = prev.RolledOut
+	if len(written) > 0 {
+		st.RolledOut = written
+	}
+	return st
+}
+
+// apply plans and applies one Cluster; it returns what it wrote.
+func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, cl *engine.Clusters, res *render.Result, obj *unstructured.Unstructured) ([]string, error) {
+	certSteps, err := engine.PlanCertificates(ctx, cl, res)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := engine.Plan(ctx, cl, res)
+	if err != nil {
+		return nil, err
+	}
+	var written []string
+	var mu sync.Mutex
+	report := func(e cluster.Event) {
+		switch e.Action {
+		case "created", "configured", "edited", "deleted":
+			mu.Lock()
+			written = append(written, e.Object+" "+e.Action)
+			mu.Unlock()
+			if r.Recorder != nil {
+				r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Applied", "Apply", "%s %s in the %s (Cluster %s)", e.Object, e.Action, e.Cluster, obj.GetName())
+			}
+		}
+	}
+	err = engine.Apply(ctx, cl, res, steps, engine.ApplyOptions{
+		ForceConflicts: true, // what EKS-A overwrote is taken back: the controller owns these fields
+		Report:         report, Certificates: certSteps,
+		AllowRollout: func([]*cluster.Step) (bool, error) { return mc.Spec.AllowControlPlaneRollout, nil },
+	})
+	sort.Strings(written)
+	return written, err
+}
+
+// input builds the engine's input from the live objects: the EKS-A Cluster,
+// its control plane's machine config (for the OS family), and the
+// MetricsConfig's spec.
+func (r *Reconciler) input(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) (*spec.Input, error) {
+	var c spec.Cluster
+	if err := convert(obj.Object, &c); err != nil {
+		return nil, fmt.Errorf("reading Cluster %s: %w", obj.GetName(), err)
+	}
+	in := &spec.Input{Cluster: c, Metrics: *mc.Spec.DeepCopy(), MetricsName: mc.Name, Resource: true}
+	if ref := c.Spec.ControlPlaneConfiguration.MachineGroupRef; ref.Kind != "" && ref.Name != "" {
+		mcObj := &unstructured.Unstructured{}
+		mcObj.SetGroupVersionKind(ClusterGVK.GroupVersion().WithKind(ref.Kind))
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, mcObj)
+		switch {
+		case err == nil:
+			var m spec.MachineConfig
+			if err := convert(mcObj.Object, &m); err != nil {
+				return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+			}
+			in.MachineConfigs = append(in.MachineConfigs, m)
+		case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+			return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+		}
+	}
+	return in, nil
+}
+
+func convert(from map[string]any, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}
+
+// clusters reaches the Cluster's workload cluster: the management cluster
+// itself, or through its kubeconfig Secret (a connection is kept while the
+// Secret's content stays the same).
+func (r *Reconciler) clusters(ctx context.Context, res *render.Result) (*engine.Clusters, error) {
+	if res.Config.Management {
+		return &engine.Clusters{Management: r.Management, Workload: r.Management}, nil
+	}
+	name := res.Config.ClusterName
+	data, err := r.Management.WorkloadKubeconfig(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	r.mu.Lock()
+	w, ok := r.workloads[name]
+	r.mu.Unlock()
+	if ok && w.hash == sum {
+		return &engine.Clusters{Management: r.Management, Workload: w.cluster}, nil
+	}
+	wl, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: fmt.Sprintf("Secret eksa-system/%s-kubeconfig", name), KubeconfigData: data, Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.workloads[name] = workload{hash: sum, cluster: wl}
+	r.mu.Unlock()
+	return &engine.Clusters{Management: r.Management, Workload: wl}, nil
+}
+
+// finalize takes back what every Cluster got, then lets the MetricsConfig go.
+func (r *Reconciler) finalize(ctx context.Context, mc *metricsv1alpha1.MetricsConfig) error {
+	if !controllerutil.ContainsFinalizer(mc, Finalizer) {
+		return nil
+	}
+	// Every Cluster it applied to: those in its status, and those it
+	// selects (a status write may not have landed before the deletion).
+	names := map[string]bool{}
+	for _, s := range mc.Status.Clusters {
+		names[s.Name] = true
+	}
+	var clusters unstructured.UnstructuredList
+	clusters.SetGroupVersionKind(ClusterGVK)
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
+		return fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
+	}
+	for _, c := range clusters.Items {
+		if ok, _ := selects(mc, c.GetName(), c.GetLabels()); ok {
+			names[c.GetName()] = true
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if err := r.cleanup(ctx, mc, name); err != nil {
+			errs = append(errs, fmt.Errorf("Cluster %s: %w", name, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	before := mc.DeepCopy()
+	controllerutil.RemoveFinalizer(mc, Finalizer)
+	return r.Client.Patch(ctx, mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+// cleanup deletes what eksa-metrics created for a Cluster (its inventory:
+// the objects labelled for that Cluster and applied by eksa-metrics, and the
+// serving certificates), and releases its KubeadmControlPlane items when the
+// MetricsConfig allows a rollout. Edited management Deployments keep their
+// edits (eksctl anywhere upgrade management-components restores them).
+func (r *Reconciler) cleanup(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, name string) error {
+	var obj unstructured.Unstructured
+	obj.SetGroupVersionKind(ClusterGVK)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: mc.Namespace, Name: name}, &obj)
+	if apierrors.IsNotFound(err) {
+		return nil // the Cluster is gone, and its workload cluster with it
+	}
+	if err != nil {
+		return err
+	}
+	if obj.GetAnnotations()[PausedAnnotation] == "true" {
+		return fmt.Errorf("the Cluster is paused; its objects stay until it is resumed")
+	}
+	in, err := r.input(ctx, mc, &obj)
+	if err != nil {
+		return err
+	}
+	res, err := render.Render(in, spec.Options{})
+	if err != nil {
+		return err
+	}
+	cl, err := r.clusters(ctx, res)
+	if err != nil {
+		return err
+	}
+	empty := &render.Result{Config: res.Config, Change: kubeadm.Change{ClusterName: res.Config.ClusterName, APIVersion: res.Change.APIVersion}}
+	steps, err := engine.Plan(ctx, cl, empty)
+	if err != nil {
+		return err
+	}
+	if err := engine.Apply(ctx, cl, empty, steps, engine.ApplyOptions{ForceConflicts: true,
+		AllowRollout: func([]*cluster.Step) (bool, error) { return mc.Spec.AllowControlPlaneRollout, nil }}); err != nil {
+		var refused *engine.RolloutRefusedError
+		if !errors.As(err, &refused) {
+			return err
+		}
+		// Without a rollout allowed, the KubeadmControlPlane items stay;
+		// everything else goes.
+		var rest []*cluster.Step
+		for _, s := range steps {
+			if !s.RollsControlPlane {
+				rest = append(rest, s)
+			}
+		}
+		if err := engine.Apply(ctx, cl, empty, rest, engine.ApplyOptions{ForceConflicts: true}); err != nil {
+			return err
+		}
+	}
+	return cl.Workload.DeleteCertificates(ctx)
+}

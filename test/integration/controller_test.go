@@ -1,0 +1,447 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/config"
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+var (
+	metricsConfigGVR = schema.GroupVersionResource{Group: "metrics.anywhere.eks.amazonaws.com", Version: "v1alpha1", Resource: "metricsconfigs"}
+	eksaClusterGVR   = schema.GroupVersionResource{Group: "anywhere.eks.amazonaws.com", Version: "v1alpha1", Resource: "clusters"}
+)
+
+// fleet is a management API server with EKS Anywhere's CRDs and two workload
+// API servers, each with its kubeconfig Secret and its EKS-A Cluster and
+// KubeadmControlPlane in the management cluster.
+type fleet struct {
+	mgmt      *framework.ControlPlane
+	workloads map[string]*framework.ControlPlane
+	// kubeconfig of the controller's ServiceAccount, bound by the RBAC of
+	// `eksa-metrics controller manifests`.
+	controllerKubeconfig string
+}
+
+func newFleet(t *testing.T, names ...string) *fleet {
+	t.Helper()
+	ctx := context.Background()
+	f := &fleet{mgmt: framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion}), workloads: map[string]*framework.ControlPlane{}}
+	f.mgmt.InstallCRDs(t, "v1beta2")
+	f.mgmt.InstallCRDDir(t, "eks-anywhere")
+	// The CRD, namespace and RBAC exactly as the manifests command prints
+	// them (the Deployment does not run here: the controller runs in the test).
+	raw, err := config.Build(config.DefaultImage, config.DefaultNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var install []map[string]any
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if k := obj["kind"]; k != "Deployment" && k != "Service" {
+			install = append(install, obj)
+		}
+	}
+	if err := f.mgmt.Apply(ctx, "installer", true, install...); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(t, "the MetricsConfig API", 30*time.Second, func() (bool, error) {
+		_, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).List(ctx, metav1.ListOptions{})
+		return err == nil, err
+	})
+	f.controllerKubeconfig = f.mgmt.TokenKubeconfig(t, "controller", f.mgmt.Token(t, config.DefaultNamespace, "eksa-metrics-controller"))
+
+	eksaNS := "eksa-system"
+	f.mgmt.ServiceAccount(t, eksaNS, "default")
+	docs := framework.ReadYAML(t, filepath.Join(testutil.SharedFixtures(t), "specs", "docker.yaml"))
+	for _, name := range names {
+		if name == "mgmt" { // the management cluster's own Cluster
+			f.workloads[name] = f.mgmt
+		} else {
+			w := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+			w.InstallCRDs(t, "v1beta2")
+			f.workloads[name] = w
+			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: eksaNS},
+				Data: map[string][]byte{"value": flatKubeconfig(t, w.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"))}}
+			if _, err := f.mgmt.Client.CoreV1().Secrets(eksaNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, doc := range docs {
+			obj := sanitize(doc).(map[string]any)
+			md := obj["metadata"].(map[string]any)
+			md["name"], md["namespace"] = name, "default"
+			if obj["kind"] == "Cluster" {
+				md["labels"] = map[string]any{"metrics": "on"}
+				obj["spec"].(map[string]any)["managementCluster"] = map[string]any{"name": "mgmt"}
+				obj["spec"].(map[string]any)["datacenterRef"].(map[string]any)["name"] = name
+				obj["spec"].(map[string]any)["eksaVersion"] = "v0.26.1"
+				// Not in the v0.26.1 CRD (a newer EKS-A's field in the fixture).
+				delete(obj["spec"].(map[string]any)["controlPlaneConfiguration"].(map[string]any), "certSANs")
+			}
+			if err := f.mgmt.Apply(ctx, "eks-a-cli", true, obj); err != nil {
+				t.Fatalf("%s %s: %v", obj["kind"], name, err)
+			}
+		}
+		kcp := eksaKCP(t, "docker.v1beta2", "v1beta2")
+		kcp["metadata"].(map[string]any)["name"] = name
+		if err := f.mgmt.Apply(ctx, "eks-a-controller", true, kcp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// flatKubeconfig inlines the certificate files, as the Secret EKS-A keeps does.
+func flatKubeconfig(t *testing.T, path string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// counter counts the controller's requests to the management API server.
+type counter struct {
+	mu   sync.Mutex
+	reqs map[string]int
+}
+
+func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		key := req.Method + " " + req.URL.Path
+		if req.URL.Query().Get("watch") == "true" {
+			key = "WATCH " + req.URL.Path
+		}
+		c.mu.Lock()
+		c.reqs[key]++
+		c.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+func (c *counter) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.reqs
+	c.reqs = map[string]int{}
+	return out
+}
+
+// startController runs `eksa-metrics controller run` in the test process
+// until stop is called.
+func (f *fleet) startController(t *testing.T, cnt *counter) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	errOut := &framework.LockedBuffer{}
+	done := make(chan error, 1)
+	o := &cli.ControllerOptions{Kubeconfig: f.controllerKubeconfig, MetricsAddress: fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t)), ProbeAddress: "0",
+		LeaderElect: true, LeaderNamespace: config.DefaultNamespace, Concurrency: 4, Workers: 2, WrapTransport: cnt.wrap}
+	go func() { done <- o.Run(ctx, &cli.Factory{IOStreams: cli.IOStreams{Out: errOut, ErrOut: errOut}}) }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller log:\n%s", errOut.String())
+		}
+	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("the controller stopped with %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("the controller did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func (f *fleet) metricsConfig(t *testing.T, kubeProxy bool) {
+	t.Helper()
+	mc := map[string]any{"apiVersion": "metrics.anywhere.eks.amazonaws.com/v1alpha1", "kind": "MetricsConfig",
+		"metadata": map[string]any{"name": "fleet", "namespace": "default"},
+		"spec": map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"metrics": "on"}},
+			"scrapers":   []any{map[string]any{"kind": "Group", "name": "metrics-readers"}},
+			"components": map[string]any{"kubeProxy": map[string]any{"enabled": kubeProxy}}}}
+	if err := f.mgmt.Apply(context.Background(), "platform-team", true, mc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// objects lists what eksa-metrics made in a workload cluster.
+func objects(t *testing.T, w *framework.ControlPlane) []string {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix}
+	var out []string
+	ds, err := w.Client.AppsV1().DaemonSets("").List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds.Items {
+		out = append(out, "DaemonSet/"+d.Name)
+	}
+	crs, err := w.Client.RbacV1().ClusterRoles().List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range crs.Items {
+		out = append(out, "ClusterRole/"+c.Name)
+	}
+	secrets, err := w.Client.CoreV1().Secrets("").List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		out = append(out, "Secret/"+s.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func has(objs []string, want string) bool {
+	for _, o := range objs {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *fleet) waitFor(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	framework.WaitFor(t, what, 90*time.Second, func() (bool, error) {
+		err := cond()
+		return err == nil, err
+	})
+}
+
+func (f *fleet) label(t *testing.T, name string, labels, annotations map[string]any) {
+	t.Helper()
+	patch, _ := yaml.YAMLToJSON([]byte(fmt.Sprintf("metadata: {labels: %s, annotations: %s}", toJSON(labels), toJSON(annotations))))
+	if _, err := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default").Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func toJSON(m map[string]any) string {
+	if m == nil {
+		return "{}"
+	}
+	b, _ := yaml.Marshal(m)
+	j, _ := yaml.YAMLToJSON(b)
+	return string(j)
+}
+
+func (f *fleet) status(t *testing.T) map[string]any {
+	t.Helper()
+	mc, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(context.Background(), "fleet", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, _ := unstructured.NestedMap(mc.Object, "status")
+	return st
+}
+
+// The controller, with exactly the RBAC its manifests grant, keeps a fleet
+// of two workload clusters as one MetricsConfig says: objects appear in both,
+// a Cluster leaving the selector is cleaned up and one joining is picked up,
+// a paused Cluster is left alone, a controller stopped and restarted
+// converges, and a deleted MetricsConfig leaves nothing behind. At rest it
+// sends nothing but leader election and watches.
+func TestControllerReconcilesAFleet(t *testing.T) {
+	f := newFleet(t, "w1", "w2", "mgmt")
+	// The curated-packages controller as EKS-A ships it (v0.26): the
+	// controller adds its kube-rbac-proxy sidecar.
+	shipped := f.mgmt.InstallUpstream(t, "eks-anywhere-packages-v0.4.17.yaml")["eksa-packages/eks-anywhere-packages"]
+	cnt := &counter{reqs: map[string]int{}}
+	stop := f.startController(t, cnt)
+	f.metricsConfig(t, true)
+	start := time.Now()
+	for _, name := range []string{"w1", "w2"} {
+		f.waitFor(t, "objects in "+name, func() error {
+			objs := objects(t, f.workloads[name])
+			if !has(objs, "DaemonSet/"+templates.NodeDS) || !has(objs, "ClusterRole/"+templates.ReaderRole) || !has(objs, "Secret/eksa-metrics-serving-ca") {
+				return fmt.Errorf("%v", objs)
+			}
+			return nil
+		})
+	}
+	f.waitFor(t, "status: 3 of 3 ready", func() error {
+		st := f.status(t)
+		if st["readyClusters"] != int64(3) || st["selectedClusters"] != int64(3) {
+			return fmt.Errorf("%v", st)
+		}
+		return nil
+	})
+	t.Logf("three clusters (two workload, the management cluster itself) applied %s after the MetricsConfig was created", time.Since(start).Round(100*time.Millisecond))
+	f.waitFor(t, "the packages controller's sidecar", func() error { return sidecar(t, f.mgmt, true) })
+
+	// At rest: nothing but leader election and watches.
+	time.Sleep(3 * time.Second)
+	cnt.reset()
+	time.Sleep(20 * time.Second)
+	idle := cnt.reset()
+	var other []string
+	for k, n := range idle {
+		if !strings.HasPrefix(k, "WATCH ") && !strings.Contains(k, "/leases/") {
+			other = append(other, fmt.Sprintf("%s ×%d", k, n))
+		}
+	}
+	if len(other) > 0 {
+		t.Errorf("at rest the controller sent %v", other)
+	}
+	t.Logf("at rest for 20 s: %v", idle)
+
+	// eksctl anywhere upgrade management-components puts the shipped
+	// Deployment back: the controller, watching it, restores its edit.
+	d, err := f.mgmt.Client.AppsV1().Deployments("eksa-packages").Get(context.Background(), "eks-anywhere-packages", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upstream appsv1.Deployment
+	if err := convertMap(shipped, &upstream); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Template = upstream.Spec.Template
+	if _, err := f.mgmt.Client.AppsV1().Deployments("eksa-packages").Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "eks-a-cli"}); err != nil {
+		t.Fatal(err)
+	}
+	overwritten := time.Now()
+	if err := sidecar(t, f.mgmt, false); err != nil {
+		t.Fatalf("the overwrite did not take: %v", err)
+	}
+	f.waitFor(t, "the sidecar restored", func() error { return sidecar(t, f.mgmt, true) })
+	t.Logf("a Deployment overwritten by the shipped manifest was restored in %s", time.Since(overwritten).Round(10*time.Millisecond))
+
+	// w2 leaves the selection: its objects go; it joins again: they are back.
+	f.label(t, "w2", map[string]any{"metrics": nil}, nil)
+	f.waitFor(t, "w2 cleaned up", func() error {
+		if objs := objects(t, f.workloads["w2"]); len(objs) > 0 {
+			return fmt.Errorf("still %v", objs)
+		}
+		return nil
+	})
+	f.label(t, "w2", map[string]any{"metrics": "on"}, nil)
+	f.waitFor(t, "w2 picked up again", func() error {
+		if objs := objects(t, f.workloads["w2"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+			return fmt.Errorf("%v", objs)
+		}
+		return nil
+	})
+
+	// w1 is paused: a spec change (kube-proxy off) reaches w2 only.
+	f.label(t, "w1", nil, map[string]any{"anywhere.eks.amazonaws.com/paused": "true"})
+	f.metricsConfig(t, false)
+	f.waitFor(t, "kube-proxy's proxy gone from w2", func() error {
+		if objs := objects(t, f.workloads["w2"]); has(objs, "DaemonSet/"+templates.NodeDS) {
+			return fmt.Errorf("%v", objs)
+		}
+		return nil
+	})
+	if objs := objects(t, f.workloads["w1"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+		t.Errorf("the paused w1 was changed: %v", objs)
+	}
+	f.waitFor(t, "w1's status saying it is paused", func() error {
+		if st := fmt.Sprint(f.status(t)["clusters"]); !strings.Contains(st, "ClusterPaused") {
+			return fmt.Errorf("%s", st)
+		}
+		return nil
+	})
+
+	// Stopped, then restarted while things changed: it converges.
+	stop()
+	f.label(t, "w1", nil, map[string]any{"anywhere.eks.amazonaws.com/paused": nil})
+	if err := f.workloads["w2"].Client.RbacV1().ClusterRoles().Delete(context.Background(), templates.ReaderRole, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.startController(t, cnt)
+	f.waitFor(t, "converged after a restart", func() error {
+		w1, w2 := objects(t, f.workloads["w1"]), objects(t, f.workloads["w2"])
+		if has(w1, "DaemonSet/"+templates.NodeDS) || !has(w2, "ClusterRole/"+templates.ReaderRole) {
+			return fmt.Errorf("w1 %v; w2 %v", w1, w2)
+		}
+		return nil
+	})
+
+	// The MetricsConfig is deleted: nothing is left, and it goes.
+	if err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Delete(context.Background(), "fleet", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "everything deleted", func() error {
+		for name, w := range f.workloads {
+			if objs := objects(t, w); len(objs) > 0 {
+				mc, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(context.Background(), "fleet", metav1.GetOptions{})
+				return fmt.Errorf("%s still has %v (MetricsConfig: %v %v)", name, objs, err, mc)
+			}
+		}
+		_, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(context.Background(), "fleet", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the MetricsConfig is still there: %v", err)
+		}
+		return nil
+	})
+}
+
+// sidecar says whether the packages controller runs eksa-metrics' sidecar.
+func sidecar(t *testing.T, cp *framework.ControlPlane, want bool) error {
+	t.Helper()
+	d, err := cp.Client.AppsV1().Deployments("eksa-packages").Get(context.Background(), "eks-anywhere-packages", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	got := false
+	for _, c := range d.Spec.Template.Spec.Containers {
+		got = got || c.Name == templates.SidecarName
+	}
+	if got != want {
+		return fmt.Errorf("sidecar present: %t", got)
+	}
+	return nil
+}
+
+func convertMap(m map[string]any, into any) error {
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return yaml.Unmarshal(b, into)
+}
