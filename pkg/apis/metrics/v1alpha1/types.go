@@ -122,7 +122,7 @@ const (
 
 // Scraper is an identity that is allowed to read metrics.
 //
-// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? has(self.namespace) && self.namespace != ” : !has(self.namespace) || self.namespace == ”",message="namespace is required for a ServiceAccount and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' ? has(self.namespace) && size(self.namespace) > 0 : !has(self.namespace) || size(self.namespace) == 0",message="namespace is required for a ServiceAccount and forbidden otherwise"
 // +kubebuilder:validation:XValidation:rule="!(self.name in ['system:anonymous', 'system:unauthenticated', 'system:authenticated', 'system:serviceaccounts']) && !self.name.startsWith('system:serviceaccounts:')",message="this name stands for everybody: binding it would serve metrics to all"
 type Scraper struct {
 	Kind ScraperKind `json:"kind"`
