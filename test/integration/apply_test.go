@@ -45,7 +45,7 @@ func renderFixture(t *testing.T, specName, metrics string, opts spec.Options) *r
 }
 
 // eksaKCP reads the KubeadmControlPlane EKS-A renders for a fixture.
-func eksaKCP(t *testing.T, rendered, version string) map[string]any {
+func eksaKCP(t testing.TB, rendered, version string) map[string]any {
 	t.Helper()
 	for _, doc := range framework.ReadYAML(t, filepath.Join(testutil.SharedFixtures(t), "rendered", rendered+".yaml")) {
 		if doc["kind"] == "KubeadmControlPlane" {

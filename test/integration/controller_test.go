@@ -45,7 +45,7 @@ type fleet struct {
 	controllerKubeconfig string
 }
 
-func newFleet(t *testing.T, names ...string) *fleet {
+func newFleet(t testing.TB, names ...string) *fleet {
 	t.Helper()
 	ctx := context.Background()
 	f := &fleet{mgmt: framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion}), workloads: map[string]*framework.ControlPlane{}}
@@ -118,7 +118,7 @@ func newFleet(t *testing.T, names ...string) *fleet {
 }
 
 // flatKubeconfig inlines the certificate files, as the Secret EKS-A keeps does.
-func flatKubeconfig(t *testing.T, path string) []byte {
+func flatKubeconfig(t testing.TB, path string) []byte {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
@@ -163,7 +163,7 @@ func (c *counter) reset() map[string]int {
 
 // startController runs `eksa-metrics controller run` in the test process
 // until stop is called.
-func (f *fleet) startController(t *testing.T, cnt *counter) (stop func()) {
+func (f *fleet) startController(t testing.TB, cnt *counter) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errOut := &framework.LockedBuffer{}
@@ -194,7 +194,7 @@ func (f *fleet) startController(t *testing.T, cnt *counter) (stop func()) {
 	return stop
 }
 
-func (f *fleet) metricsConfig(t *testing.T, kubeProxy bool) {
+func (f *fleet) metricsConfig(t testing.TB, kubeProxy bool) {
 	t.Helper()
 	mc := map[string]any{"apiVersion": "metrics.anywhere.eks.amazonaws.com/v1alpha1", "kind": "MetricsConfig",
 		"metadata": map[string]any{"name": "fleet", "namespace": "default"},
@@ -207,7 +207,7 @@ func (f *fleet) metricsConfig(t *testing.T, kubeProxy bool) {
 }
 
 // objects lists what eksa-metrics made in a workload cluster.
-func objects(t *testing.T, w *framework.ControlPlane) []string {
+func objects(t testing.TB, w *framework.ControlPlane) []string {
 	t.Helper()
 	ctx := context.Background()
 	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix}
@@ -246,7 +246,7 @@ func has(objs []string, want string) bool {
 	return false
 }
 
-func (f *fleet) waitFor(t *testing.T, what string, cond func() error) {
+func (f *fleet) waitFor(t testing.TB, what string, cond func() error) {
 	t.Helper()
 	framework.WaitFor(t, what, 90*time.Second, func() (bool, error) {
 		err := cond()
@@ -254,7 +254,7 @@ func (f *fleet) waitFor(t *testing.T, what string, cond func() error) {
 	})
 }
 
-func (f *fleet) label(t *testing.T, name string, labels, annotations map[string]any) {
+func (f *fleet) label(t testing.TB, name string, labels, annotations map[string]any) {
 	t.Helper()
 	patch, _ := yaml.YAMLToJSON([]byte(fmt.Sprintf("metadata: {labels: %s, annotations: %s}", toJSON(labels), toJSON(annotations))))
 	if _, err := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default").Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -271,7 +271,7 @@ func toJSON(m map[string]any) string {
 	return string(j)
 }
 
-func (f *fleet) status(t *testing.T) map[string]any {
+func (f *fleet) status(t testing.TB) map[string]any {
 	t.Helper()
 	mc, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(context.Background(), "fleet", metav1.GetOptions{})
 	if err != nil {
@@ -423,7 +423,7 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 }
 
 // sidecar says whether the packages controller runs eksa-metrics' sidecar.
-func sidecar(t *testing.T, cp *framework.ControlPlane, want bool) error {
+func sidecar(t testing.TB, cp *framework.ControlPlane, want bool) error {
 	t.Helper()
 	d, err := cp.Client.AppsV1().Deployments("eksa-packages").Get(context.Background(), "eks-anywhere-packages", metav1.GetOptions{})
 	if err != nil {
