@@ -170,6 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, &mc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	original := mc.DeepCopy() // what the status patch is computed against
 	if !mc.DeletionTimestamp.IsZero() {
 		return reconcile.Result{}, r.finalize(ctx, &mc)
 	}
@@ -224,7 +225,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	before := mc.DeepCopy()
 	mc.Status.ObservedGeneration = mc.Generation
 	mc.Status.Clusters = statuses
 	mc.Status.SelectedClusters = int32(len(selected))
@@ -243,7 +243,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	meta.SetStatusCondition(&mc.Status.Conditions, summary)
 	// The controller is the status' only writer: a patch, not an update
 	// that a newer resourceVersion (its own finalizer patch) would refuse.
-	if err := r.Client.Status().Patch(ctx, &mc, client.MergeFrom(before)); err != nil {
+	if err := r.Client.Status().Patch(ctx, &mc, client.MergeFrom(original)); err != nil {
 		return reconcile.Result{}, err
 	}
 	if summary.Status == metav1.ConditionFalse {
@@ -263,7 +263,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // reconcileCluster renders the MetricsConfig for one Cluster and applies it.
 func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.ClusterStatus) metricsv1alpha1.ClusterStatus {
-	st := metricsv1alpha1.ClusterStatus{Name: obj.GetName(), ObservedGeneration: mc.Generation, Conditions: prev.Conditions}
+	// A copy: prev shares its conditions with the MetricsConfig read from the
+	// cache, which the status patch is computed against.
+	st := metricsv1alpha1.ClusterStatus{Name: obj.GetName(), ObservedGeneration: mc.Generation, Conditions: slices.Clone(prev.Conditions)}
 	set := func(t string, ok bool, reason, msg string) {
 		s := metav1.ConditionFalse
 		if ok {
@@ -278,6 +280,11 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.M
 	}
 	if obj.GetAnnotations()[PausedAnnotation] == "true" {
 		set(metricsv1alpha1.ConditionApplied, false, "ClusterPaused", "the EKS Anywhere Cluster is paused: nothing is changed until the annotation "+PausedAnnotation+" is removed")
+		st.RolledOut = prev.RolledOut
+		return st
+	}
+	if why := upgrading(obj); why != "" {
+		set(metricsv1alpha1.ConditionApplied, false, "ClusterUpgrading", why)
 		st.RolledOut = prev.RolledOut
 		return st
 	}
@@ -309,6 +316,25 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.M
 		st.RolledOut = written
 	}
 	return st
+}
+
+// upgrading says why EKS Anywhere is busy with a Cluster (an upgrade or
+// another change it has not finished: its Ready condition is False, or it
+// has not reconciled the Cluster's latest generation), "" when it is not or
+// the Cluster has no status yet. The controller waits: its status changes
+// are watched.
+func upgrading(obj *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" && m["status"] == "False" {
+			return fmt.Sprintf("EKS Anywhere reports the Cluster not Ready (%v: %v): waiting until its upgrade or reconcile finishes", m["reason"], m["message"])
+		}
+	}
+	if rg, ok, _ := unstructured.NestedInt64(obj.Object, "status", "reconciledGeneration"); ok && rg < obj.GetGeneration() {
+		return fmt.Sprintf("EKS Anywhere has reconciled generation %d of the Cluster, not yet %d: waiting until it has", rg, obj.GetGeneration())
+	}
+	return ""
 }
 
 // apply plans and applies one Cluster; it returns what it wrote.

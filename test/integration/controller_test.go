@@ -388,6 +388,47 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 		return nil
 	})
 
+	// EKS-A is upgrading w2 (its Ready condition False): a spec change
+	// (kube-proxy back on) reaches the management cluster only (w1 is paused), then w2 once it is Ready.
+	setReady := func(status string) {
+		t.Helper()
+		c, err := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default").Get(context.Background(), "w2", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unstructured.SetNestedSlice(c.Object, []any{map[string]any{"type": "Ready", "status": status, "reason": "UpgradeInProgress",
+			"message": "test", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}, "status", "conditions")
+		if _, err := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default").UpdateStatus(context.Background(), c, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady("False")
+	f.waitFor(t, "w2 seen upgrading", func() error {
+		for _, c := range f.status(t)["clusters"].([]any) {
+			if c := c.(map[string]any); c["name"] == "w2" && !strings.Contains(fmt.Sprint(c), "ClusterUpgrading") {
+				return fmt.Errorf("%v", c)
+			}
+		}
+		return nil
+	})
+	f.metricsConfig(t, true)
+	f.waitFor(t, "kube-proxy's proxy back in the management cluster", func() error {
+		if objs := objects(t, f.workloads["mgmt"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+			return fmt.Errorf("%v", objs)
+		}
+		return nil
+	})
+	if objs := objects(t, f.workloads["w2"]); has(objs, "DaemonSet/"+templates.NodeDS) {
+		t.Errorf("w2 was changed during its upgrade: %v", objs)
+	}
+	setReady("True")
+	f.waitFor(t, "w2 applied after its upgrade", func() error {
+		if objs := objects(t, f.workloads["w2"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+			return fmt.Errorf("%v", objs)
+		}
+		return nil
+	})
+
 	// Stopped, then restarted while things changed: it converges.
 	stop()
 	f.label(t, "w1", nil, map[string]any{"anywhere.eks.amazonaws.com/paused": nil})
@@ -396,9 +437,9 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 	}
 	f.startController(t, cnt)
 	f.waitFor(t, "converged after a restart", func() error {
-		w1, w2 := objects(t, f.workloads["w1"]), objects(t, f.workloads["w2"])
-		if has(w1, "DaemonSet/"+templates.NodeDS) || !has(w2, "ClusterRole/"+templates.ReaderRole) {
-			return fmt.Errorf("w1 %v; w2 %v", w1, w2)
+		w2 := objects(t, f.workloads["w2"])
+		if st := f.status(t); !has(w2, "ClusterRole/"+templates.ReaderRole) || st["readyClusters"] != int64(3) {
+			return fmt.Errorf("w2 %v; status %v", w2, st["readyClusters"])
 		}
 		return nil
 	})
