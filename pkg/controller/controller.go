@@ -56,7 +56,7 @@ const PausedAnnotation = "anywhere.eks.amazonaws.com/paused"
 // ClusterGVK is the EKS Anywhere Cluster.
 var ClusterGVK = schema.GroupVersionKind{Group: "anywhere.eks.amazonaws.com", Version: "v1alpha1", Kind: "Cluster"}
 
-var kcpGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Kind: "KubeadmControlPlane"}
+var kcpGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Kind: "KubeadmControlPlane"}
 
 // Reconciler reconciles MetricsConfigs.
 type Reconciler struct {
@@ -85,15 +85,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.workloads = map[string]workload{}
 	eksaCluster := &unstructured.Unstructured{}
 	eksaCluster.SetGroupVersionKind(ClusterGVK)
-	kcp := &metav1.PartialObjectMetadata{}
-	kcp.SetGroupVersionKind(kcpGVK)
 	all := handler.EnqueueRequestsFromMapFunc(r.everyMetricsConfig)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	// The KubeadmControlPlane in the version the cluster serves by preference
+	// (v1beta1 only up to Cluster API 1.10, EKS-A v0.24).
+	if m, err := mgr.GetRESTMapper().RESTMapping(kcpGVK.GroupKind()); err == nil {
+		kcp := &metav1.PartialObjectMetadata{}
+		kcp.SetGroupVersionKind(m.GroupVersionKind)
+		b = b.WatchesMetadata(kcp, all)
+	} else if !meta.IsNoMatchError(err) {
+		return err
+	}
+	return b.
 		Named("metricsconfig").
 		// Its own status updates change neither: no reconcile loop.
 		For(&metricsv1alpha1.MetricsConfig{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Watches(eksaCluster, handler.EnqueueRequestsFromMapFunc(r.selecting)).
-		WatchesMetadata(kcp, all).
 		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(managedDeployment))).
 		Watches(&corev1.Secret{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(kubeconfigSecret))).
 		Complete(r)
