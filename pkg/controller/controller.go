@@ -9,7 +9,6 @@ package controller
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -26,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -191,23 +191,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
-	var clusters unstructured.UnstructuredList
-	clusters.SetGroupVersionKind(ClusterGVK)
-	if err := r.Client.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
+	all, err := r.selected(ctx, &mc)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	var selected []*unstructured.Unstructured
-	for i := range clusters.Items {
-		c := &clusters.Items[i]
-		ok, err := selects(&mc, c.GetName(), c.GetLabels())
-		if err != nil {
-			return reconcile.Result{}, reconcile.TerminalError(err)
-		}
-		if ok && c.GetDeletionTimestamp().IsZero() {
+	var selected []*unstructured.Unstructured // a Cluster being deleted gets nothing more
+	for _, c := range all {
+		if c.GetDeletionTimestamp().IsZero() {
 			selected = append(selected, c)
 		}
 	}
-	sort.Slice(selected, func(i, j int) bool { return selected[i].GetName() < selected[j].GetName() })
 
 	statuses := make([]metricsv1alpha1.ClusterStatus, len(selected))
 	old := map[string]metricsv1alpha1.ClusterStatus{}
@@ -266,6 +259,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// selected lists the EKS-A Clusters a MetricsConfig selects, by name.
+func (r *Reconciler) selected(ctx context.Context, mc *metricsv1alpha1.MetricsConfig) ([]*unstructured.Unstructured, error) {
+	var clusters unstructured.UnstructuredList
+	clusters.SetGroupVersionKind(ClusterGVK)
+	if err := r.Client.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
+	}
+	var out []*unstructured.Unstructured
+	for i := range clusters.Items {
+		c := &clusters.Items[i]
+		ok, err := selects(mc, c.GetName(), c.GetLabels())
+		if err != nil {
+			return nil, reconcile.TerminalError(err)
+		}
+		if ok {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out, nil
 }
 
 // reconcileCluster renders the MetricsConfig for one Cluster and applies it.
@@ -404,11 +419,7 @@ func (r *Reconciler) input(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 }
 
 func convert(from map[string]any, to any) error {
-	b, err := json.Marshal(from)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, to)
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(from, to)
 }
 
 // clusters reaches the Cluster's workload cluster: the management cluster
@@ -451,15 +462,12 @@ func (r *Reconciler) finalize(ctx context.Context, mc *metricsv1alpha1.MetricsCo
 	for _, s := range mc.Status.Clusters {
 		names[s.Name] = true
 	}
-	var clusters unstructured.UnstructuredList
-	clusters.SetGroupVersionKind(ClusterGVK)
-	if err := r.Client.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
-		return fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
+	selected, err := r.selected(ctx, mc)
+	if err != nil {
+		return err
 	}
-	for _, c := range clusters.Items {
-		if ok, _ := selects(mc, c.GetName(), c.GetLabels()); ok {
-			names[c.GetName()] = true
-		}
+	for _, c := range selected {
+		names[c.GetName()] = true
 	}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(names)) {

@@ -108,15 +108,8 @@ func onNode(args kubeadm.Args) kubeadm.Args {
 }
 
 func runCluster(t *testing.T, version string, mode metricsv1alpha1.Exposure) counts {
-	minor := strings.Join(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[:2], ".")
-	f, err := spec.Load("e2e.yaml", strings.NewReader(specFor(minor, mode)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := render.RenderFile(f, spec.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	minor := minorOf(version)
+	r := renderSpec(t, specFor(minor, mode))
 	ch := r.Change
 
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{

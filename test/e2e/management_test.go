@@ -18,7 +18,6 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
-	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -42,14 +41,7 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	shipped := cp.InstallUpstream(t, "capi-core-v1.13.2.yaml", "eks-anywhere-packages-v0.4.17.yaml")
 
 	specText := strings.Replace(specFor("1.36", "proxy"), "  zPages:", "  managementComponents: {enabled: true}\n  tls: {minVersion: VersionTLS13}\n  zPages:", 1)
-	f, err := spec.Load("mgmt.yaml", strings.NewReader(specText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := render.RenderFile(f, spec.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := renderSpec(t, specText)
 	var objs []map[string]any
 	for _, o := range r.Objects {
 		if o.Kind() != "KubeadmControlPlane" {

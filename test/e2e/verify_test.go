@@ -9,8 +9,6 @@ import (
 	"time"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
-	"github.com/eksa-metrics/eksa-metrics/pkg/render"
-	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -111,15 +109,7 @@ func verifyCluster(t *testing.T, cp *framework.ControlPlane, minor string, mode 
 	// the spec did not ask for).
 	specText := strings.Replace(specFor(minor, mode), "  zPages: {statusz: true, flagz: true}", "  components: {kubelet: {enabled: false}}\n  zPages: {statusz: true}", 1)
 	writeFile(t, specPath, specText)
-	f, err := spec.Load(specPath, strings.NewReader(specText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := render.RenderFile(f, spec.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply(t, cp, r)
+	apply(t, cp, renderSpec(t, specText))
 	kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
 	vr := verifier{t: t, kubeconfig: kubeconfig, spec: specPath}
 	until := vr.until
