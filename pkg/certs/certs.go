@@ -126,7 +126,16 @@ func parse(p Pair) (*x509.Certificate, crypto.Signer, error) {
 	if !certs[0].IsCA {
 		return nil, nil, errors.New("the certificate is not a CA")
 	}
+	if pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(certs[0].PublicKey) {
+		return nil, nil, errors.New("the private key does not belong to the certificate")
+	}
 	return certs[0], signer, nil
+}
+
+// CheckCA reports why a pair cannot sign serving certificates (nil when it can).
+func CheckCA(ca Pair) error {
+	_, _, err := parse(ca)
+	return err
 }
 
 func encode(cert *x509.Certificate, key *ecdsa.PrivateKey) (Pair, error) {

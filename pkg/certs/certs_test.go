@@ -48,4 +48,10 @@ func TestIssueAndRenewal(t *testing.T) {
 	if _, err := Issue(s, name, now); err == nil || !strings.Contains(err.Error(), "not a CA") {
 		t.Errorf("a serving certificate signed others: %v", err)
 	}
+	if err := CheckCA(ca); err != nil {
+		t.Errorf("the CA: %v", err)
+	}
+	if err := CheckCA(Pair{Cert: ca.Cert, Key: other.Key}); err == nil || !strings.Contains(err.Error(), "does not belong") {
+		t.Errorf("a CA with another CA's key: %v", err)
+	}
 }

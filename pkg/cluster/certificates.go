@@ -89,7 +89,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			step.Action, step.Why = Create, "serving certificate for "+dns
 		case err != nil:
 			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", ns, name, c, err)
-		case !ours(live.Labels, "serving"):
+		case !ours(live, "serving"):
 			return nil, foreign("Secret", ns, name, c)
 		default:
 			if leaf, err := certutil.ParseCertsPEM(live.Data[corev1.TLSCertKey]); err == nil {
@@ -127,7 +127,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			step.configMap = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: templates.ServingCA, Namespace: ns, Labels: certLabels("bundle")}}
 		case err != nil:
 			return nil, fmt.Errorf("reading ConfigMap %s/%s in the %s: %w", ns, templates.ServingCA, c, err)
-		case !ours(live.Labels, "bundle"):
+		case !ours(live, "bundle"):
 			return nil, foreign("ConfigMap", ns, templates.ServingCA, c)
 		case live.Data[templates.CABundleKey] == string(ca.Cert):
 			steps = append(steps, step)
@@ -156,11 +156,11 @@ func (c *Cluster) planCA(ctx context.Context) (certs.Pair, *CertificateStep, err
 				Data: map[string][]byte{corev1.TLSCertKey: ca.Cert, corev1.TLSPrivateKeyKey: ca.Key}}}, nil
 	case err != nil:
 		return certs.Pair{}, nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.SystemNS, templates.ServingCA, c, err)
-	case !ours(live.Labels, "ca"):
+	case !ours(live, "ca"):
 		return certs.Pair{}, nil, foreign("Secret", templates.SystemNS, templates.ServingCA, c)
 	}
 	ca := certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}
-	if _, err := certs.Issue(ca, "probe.invalid", time.Now()); err != nil {
+	if err := certs.CheckCA(ca); err != nil {
 		return certs.Pair{}, nil, fmt.Errorf("Secret %s/%s in the %s does not hold a usable CA (%v): eksa-metrics does not replace a CA by itself; delete the Secret to have apply make a new one (every proxy's certificate is then renewed)", templates.SystemNS, templates.ServingCA, c, err)
 	}
 	return ca, nil, nil
@@ -250,12 +250,24 @@ func certLabels(role string) map[string]string {
 	return map[string]string{templates.ManagedByLabel: templates.Prefix, templates.CertificateLabel: role}
 }
 
-func ours(l map[string]string, role string) bool {
-	return l[templates.ManagedByLabel] == templates.Prefix && l[templates.CertificateLabel] == role
+// ours: eksa-metrics wrote it (its labels, and its field manager in the
+// object's managed fields: labels alone can be copied).
+func ours(o metav1.Object, role string) bool {
+	l := o.GetLabels()
+	return l[templates.ManagedByLabel] == templates.Prefix && (role == "" || l[templates.CertificateLabel] == role) && writtenBy(o)
+}
+
+func writtenBy(o metav1.Object) bool {
+	for _, mf := range o.GetManagedFields() {
+		if mf.Manager == FieldManager {
+			return true
+		}
+	}
+	return false
 }
 
 func foreign(kind, ns, name string, c *Cluster) error {
-	return fmt.Errorf("%s %s/%s in the %s was not written by eksa-metrics (it lacks the label %s), so apply does not overwrite it: rename or remove it yourself, or set spec.tls.certificates: none",
+	return fmt.Errorf("%s %s/%s in the %s was not written by eksa-metrics (it lacks the label %s) or not by its field manager, so apply does not overwrite it: rename or remove it yourself, or set spec.tls.certificates: none",
 		kind, ns, name, c, templates.CertificateLabel)
 }
 
@@ -268,6 +280,9 @@ func (c *Cluster) DeleteCertificates(ctx context.Context) error {
 		return fmt.Errorf("listing the serving certificates in the %s: %w", c, err)
 	}
 	for _, s := range secrets.Items {
+		if !ours(&s, "") {
+			continue
+		}
 		err := c.Core.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting Secret %s/%s in the %s: %w", s.Namespace, s.Name, c, err)
@@ -278,6 +293,9 @@ func (c *Cluster) DeleteCertificates(ctx context.Context) error {
 		return fmt.Errorf("listing the CA bundles in the %s: %w", c, err)
 	}
 	for _, cm := range cms.Items {
+		if !ours(&cm, "") {
+			continue
+		}
 		err := c.Core.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting ConfigMap %s/%s in the %s: %w", cm.Namespace, cm.Name, c, err)

@@ -43,6 +43,18 @@ func TestApplyMakesAndRenewsServingCertificates(t *testing.T) {
 	if w := reqs.writes; w != 0 {
 		t.Errorf("%d writes although the plan was refused", w)
 	}
+	// The same with eksa-metrics' labels copied onto it: still not ours.
+	foreign, err := secrets.Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.Labels = map[string]string{templates.ManagedByLabel: templates.Prefix, templates.CertificateLabel: "ca"}
+	if _, err := secrets.Update(ctx, foreign, metav1.UpdateOptions{FieldManager: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr, reqs := apply(t, 0, "-f", specPath, "--kubeconfig", kubeconfig); code == 0 || reqs.writes != 0 || !strings.Contains(stderr, "was not written by eksa-metrics") {
+		t.Fatalf("a foreign Secret with copied labels: exit %d, %d writes\n%s", code, reqs.writes, stderr)
+	}
 	if err := secrets.Delete(ctx, templates.ServingCA, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
