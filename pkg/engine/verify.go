@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
-	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
@@ -135,7 +133,7 @@ func managementTargets(ctx context.Context, mgmt *cluster.Cluster, r *render.Res
 					pod = ep.TargetRef.Name
 				}
 				t := verify.ManagementTarget(m.Deployment, pod, ep.Addresses[0], "")
-				if slices.ContainsFunc(templates.ServedManagement(r.Config), func(s components.Resolved) bool { return s.Deployment == m.Deployment }) {
+				if templates.SidecarServesCertificate(r.Config, m) {
 					t.ServingName = templates.ManagementServingName(m)
 				}
 				found = append(found, t)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
@@ -162,6 +163,12 @@ func ServedCertificates(c *spec.Config) []components.Cluster {
 	return proxied(c, "")
 }
 
+// ServesCertificate reports whether an enabled component's proxy serves a
+// certificate from eksa-metrics' CA (one of ServedCertificates).
+func ServesCertificate(c *spec.Config, comp components.Cluster) bool {
+	return c.ServingCertificates && c.Exposure == metricsv1alpha1.ExposureProxy && comp.Proxy != components.NoProxy
+}
+
 // ServedManagement are the management controllers whose metrics eksa-metrics'
 // own kube-rbac-proxy sidecar serves, with a certificate from its CA. (A
 // controller's own secure diagnostics or shipped proxy makes its own
@@ -172,11 +179,18 @@ func ServedManagement(c *spec.Config) []components.Resolved {
 	}
 	var out []components.Resolved
 	for _, m := range ManagementComponents(c) {
-		if m.Method == components.Sidecar {
+		if SidecarServesCertificate(c, m) {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// SidecarServesCertificate reports whether a management controller's metrics
+// are served by eksa-metrics' sidecar with a certificate from its CA (one of
+// ServedManagement).
+func SidecarServesCertificate(c *spec.Config, m components.Resolved) bool {
+	return c.ServingCertificates && m.Method == components.Sidecar
 }
 
 // ManagementServingName is the DNS name in a management sidecar's

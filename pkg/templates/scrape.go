@@ -72,7 +72,7 @@ func targets(c *spec.Config) []target {
 				t.scheme, t.insecure = "http", ""
 			}
 		}
-		if slices.ContainsFunc(ServedCertificates(c), func(s components.Cluster) bool { return s.ID == comp.ID }) {
+		if ServesCertificate(c, comp) {
 			t.serverName, t.insecure, t.ownCA = ServingName(comp.ID), "", true
 		}
 		out = append(out, t)
@@ -85,7 +85,7 @@ func targets(c *spec.Config) []target {
 		}
 		t := target{comp: comp, job: m.Deployment, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
 			selector: map[string]string{ComponentLabel: m.Deployment}, jobLabel: JobLabel, insecure: why, mgmt: true}
-		if slices.ContainsFunc(ServedManagement(c), func(s components.Resolved) bool { return s.Deployment == m.Deployment }) {
+		if SidecarServesCertificate(c, m) {
 			t.serverName, t.insecure, t.ownCA = ManagementServingName(m), "", true
 		}
 		out = append(out, t)

@@ -6,7 +6,6 @@ package verify
 import (
 	"fmt"
 	"net"
-	"slices"
 	"sort"
 	"strconv"
 
@@ -86,7 +85,7 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 			if !plain {
 				t.FlagzPaths, t.Refused = zPagePaths(c, comp)
 			}
-			if slices.ContainsFunc(templates.ServedCertificates(c), func(s components.Cluster) bool { return s.ID == comp.ID }) {
+			if templates.ServesCertificate(c, comp) {
 				t.ServingName = templates.ServingName(comp.ID)
 			}
 			out = append(out, t)
