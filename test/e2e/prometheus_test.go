@@ -138,7 +138,7 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 		"serviceDiscoveryRole":            values.Prometheus.PrometheusSpec.ServiceDiscoveryRole, // from the rendered kube-prometheus-stack values
 	})
 	cfg := c.OperatorConfig(t, kpsNS, "kps-kube-prometheus-stack-prometheus", serviceMonitorJobs(kps))
-	runs = append(runs, scrapeAndCheck(t, c, worker, 9090, "kube-prometheus-stack (operator)", sa, cfg, c.PrometheusMounts(t, kpsNS, "kps-kube-prometheus-stack-prometheus"), kps))
+	runs = append(runs, scrapeAndCheck(t, c, worker, 9090, "kube-prometheus-stack (operator)", sa, cfg, c.PrometheusMounts(t, kpsNS, "kps-kube-prometheus-stack-prometheus", cfg), kps))
 
 	// No stack: ServiceMonitors and the plain file, every component.
 	genericText := stackSpec(minor, mode, "    namespace: monitoring\n", "  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: monitoring}\n")
@@ -150,12 +150,12 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 		"serviceMonitorSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",
 	})
 	cfg = c.OperatorConfig(t, "monitoring", "generic", serviceMonitorJobs(generic))
-	viaOperator := scrapeAndCheck(t, c, worker, 9091, "no stack (operator)", sa, cfg, c.PrometheusMounts(t, "monitoring", "generic"), generic)
+	viaOperator := scrapeAndCheck(t, c, worker, 9091, "no stack (operator)", sa, cfg, c.PrometheusMounts(t, "monitoring", "generic", cfg), generic)
 	file := templates.ScrapeConfigFile(generic.Config)
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [eksa-metrics-scrape-configs.yaml]\n"
 	// Without the operator, the Prometheus pod mounts the CA bundle ConfigMap
 	// where the file expects it (docs/guide.md).
-	plainFiles := c.PrometheusMounts(t, sa.Namespace, "", templates.ServingCA)
+	plainFiles := c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
 	plainFiles["eksa-metrics-scrape-configs.yaml"] = file
 	checkWithPromtool(t, c, worker, sa, main, plainFiles)
 	viaFile := scrapeAndCheck(t, c, worker, 9092, "no stack (plain file)", sa, main, plainFiles, generic)
@@ -395,7 +395,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 		"serviceMonitorSelector": map[string]any{}, "serviceMonitorNamespaceSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",
 	})
 	cfg := c.OperatorConfig(t, sa.Namespace, "k8s", serviceMonitorJobs(kp))
-	runs = append(runs, scrapeAndCheck(t, c, node, 9093, "kube-prometheus (operator)", sa, cfg, c.PrometheusMounts(t, sa.Namespace, "k8s"), kp))
+	runs = append(runs, scrapeAndCheck(t, c, node, 9093, "kube-prometheus (operator)", sa, cfg, c.PrometheusMounts(t, sa.Namespace, "k8s", cfg), kp))
 
 	// The EKS Anywhere curated prometheus package: the chart turns each
 	// scrapeConfigs key into a job (templates/cm.yaml of prometheus 29.11.0);
@@ -441,7 +441,7 @@ func otherStacks(t *testing.T, c *framework.Cluster, node *framework.Node, minor
 		"configMaps": []any{templates.ServingCA},
 	})
 	cfg = c.OperatorConfig(t, sa.Namespace, "plain", 0)
-	runs = append(runs, scrapeAndCheck(t, c, node, 9095, "prometheus (additionalScrapeConfigs)", sa, cfg, c.PrometheusMounts(t, sa.Namespace, "plain", templates.ServingCA), plain))
+	runs = append(runs, scrapeAndCheck(t, c, node, 9095, "prometheus (additionalScrapeConfigs)", sa, cfg, c.PrometheusMounts(t, sa.Namespace, "plain", cfg, templates.ServingCA), plain))
 	return runs
 }
 
@@ -474,7 +474,7 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	sa := r.Config.Scrapers[0]
 	file := templates.ScrapeConfigFile(r.Config)
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [s.yaml]\n"
-	files := c.PrometheusMounts(t, sa.Namespace, "", templates.ServingCA)
+	files := c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
 	files["s.yaml"] = file
 	p := c.StartPrometheus(t, node, 9096, sa.Namespace, sa.Name, main, files)
 	defer p.Proc.Stop()

@@ -33,6 +33,9 @@ func (c *Cluster) StartPrometheusOperator(t testing.TB) *Process {
 	}, "KUBECONFIG="+kubeconfig)
 }
 
+// certPath is a TLS asset the operator's configuration refers to.
+var certPath = regexp.MustCompile(`/etc/prometheus/certs/[^\s"']+`)
+
 var configVar = regexp.MustCompile(`\$\(([A-Z_][A-Z0-9_]*)\)`)
 
 // OperatorConfig waits for the configuration prometheus-operator generates
@@ -78,17 +81,28 @@ func (c *Cluster) OperatorConfig(t testing.TB, namespace, name string, wantJobs 
 // /etc/prometheus/configmaps/<name>/<key>, from namespace, when it exists (as
 // an optional ConfigMap volume: a configuration that needs a missing one
 // fails to load, which the caller sees).
-func (c *Cluster) PrometheusMounts(t testing.TB, namespace, prometheus string, configMaps ...string) map[string]string {
+// The operator writes the assets apart from the configuration: with config
+// (its configuration) given, it waits until every asset the configuration
+// names is there.
+func (c *Cluster) PrometheusMounts(t testing.TB, namespace, prometheus, config string, configMaps ...string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
 	if prometheus != "" {
-		s, err := c.Client.CoreV1().Secrets(namespace).Get(ctx, "prometheus-"+prometheus+"-tls-assets-0", metav1.GetOptions{})
-		if err == nil {
-			for k, v := range s.Data {
-				out["/etc/prometheus/certs/"+k] = string(v)
+		WaitFor(t, "prometheus-operator's TLS assets of Prometheus "+namespace+"/"+prometheus, 60*time.Second, func() (bool, error) {
+			s, err := c.Client.CoreV1().Secrets(namespace).Get(ctx, "prometheus-"+prometheus+"-tls-assets-0", metav1.GetOptions{})
+			if err == nil {
+				for k, v := range s.Data {
+					out["/etc/prometheus/certs/"+k] = string(v)
+				}
 			}
-		}
+			for _, path := range certPath.FindAllString(config, -1) {
+				if _, ok := out[path]; !ok {
+					return false, fmt.Errorf("%s not in the assets yet (%v)", path, err)
+				}
+			}
+			return true, nil
+		})
 	}
 	for _, name := range configMaps {
 		cm, err := c.Client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
