@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,7 +69,14 @@ the management Deployments it edits and the workload kubeconfig Secrets, and app
 selected Cluster what eksa-metrics apply would. In a pod it uses its ServiceAccount; outside,
 --kubeconfig. Its own metrics are served over HTTPS to callers allowed to get /metrics.`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return o.Run(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// SIGTERM (the kubelet stopping the pod) and SIGINT end the run
+			// cleanly: the lease is released, so the next replica takes over
+			// at once instead of after the lease duration.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return o.Run(ctx, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: in-cluster, then $KUBECONFIG)")

@@ -104,10 +104,16 @@ func Renewal(serving Pair, ca Pair, dnsName string, now time.Time) string {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: dnsName, CurrentTime: now}); err != nil {
 		return fmt.Sprintf("it does not verify against the CA: %v", err)
 	}
-	if left := leaf.NotAfter.Sub(now); left < leaf.NotAfter.Sub(leaf.NotBefore)/3 {
+	if !now.Before(RenewAt(leaf)) {
 		return fmt.Sprintf("it expires on %s", leaf.NotAfter.UTC().Format(time.DateOnly))
 	}
 	return ""
+}
+
+// RenewAt is when a serving certificate is due for renewal: when a third of
+// its life is left.
+func RenewAt(leaf *x509.Certificate) time.Time {
+	return leaf.NotAfter.Add(-leaf.NotAfter.Sub(leaf.NotBefore) / 3)
 }
 
 func parse(p Pair) (*x509.Certificate, crypto.Signer, error) {

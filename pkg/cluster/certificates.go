@@ -32,12 +32,36 @@ type CertificateStep struct {
 	Why string
 	// Expires is when the live serving certificate expires (zero for a new one).
 	Expires time.Time
+	// RenewAt is when the serving certificate, as it is after this step, is
+	// due for renewal (zero for the CA and the bundle).
+	RenewAt time.Time
 
 	secret    *corev1.Secret
 	configMap *corev1.ConfigMap
 	// restarts names the DaemonSet whose pods read the certificate only when
 	// they start (HAProxy): a renewal restarts them.
 	restarts string
+}
+
+// NextRenewal is the earliest time one of the serving certificates is due
+// for renewal (zero when there are none): the controller plans again then.
+func NextRenewal(steps []*CertificateStep) time.Time {
+	times := make([]time.Time, len(steps))
+	for i, s := range steps {
+		times[i] = s.RenewAt
+	}
+	return Earliest(times)
+}
+
+// Earliest is the earliest of times that is not zero (zero when all are).
+func Earliest(times []time.Time) time.Time {
+	var next time.Time
+	for _, t := range times {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	return next
 }
 
 func (s *CertificateStep) String() string {
@@ -94,6 +118,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 		default:
 			if leaf, err := certutil.ParseCertsPEM(live.Data[corev1.TLSCertKey]); err == nil {
 				step.Expires = leaf[0].NotAfter
+				step.RenewAt = certs.RenewAt(leaf[0])
 			}
 			why := certs.Renewal(certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}, ca, dns, now)
 			if why == "" {
@@ -111,6 +136,11 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 		if err != nil {
 			return nil, fmt.Errorf("issuing the serving certificate for %s: %w", dns, err)
 		}
+		leaf, err := certutil.ParseCertsPEM(pair.Cert)
+		if err != nil {
+			return nil, fmt.Errorf("reading the serving certificate issued for %s: %w", dns, err)
+		}
+		step.RenewAt = certs.RenewAt(leaf[0])
 		if step.secret == nil {
 			step.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: certLabels("serving")}, Type: corev1.SecretTypeTLS}
 		}

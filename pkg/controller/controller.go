@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
 )
 
 // Finalizer makes a deleted MetricsConfig wait until what it applied is gone.
@@ -203,12 +205,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	statuses := make([]metricsv1alpha1.ClusterStatus, len(selected))
+	renewals := make([]time.Time, len(selected))
 	old := map[string]metricsv1alpha1.ClusterStatus{}
 	for _, s := range mc.Status.Clusters {
 		old[s.Name] = s
 	}
 	engine.Parallel(ctx, len(selected), max(r.Concurrency, 1), func(i int) {
-		statuses[i] = r.reconcileCluster(ctx, &mc, selected[i], old[selected[i].GetName()])
+		statuses[i], renewals[i] = r.reconcileCluster(ctx, &mc, selected[i], old[selected[i].GetName()])
 	})
 
 	// Clusters no longer selected: take back what was applied to them.
@@ -258,7 +261,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{RequeueAfter: time.Minute}, nil
 		}
 	}
-	return reconcile.Result{}, nil
+	// Nothing watched changes when a serving certificate comes due: the
+	// controller comes back for it then.
+	return reconcile.Result{RequeueAfter: untilRenewal(renewals, time.Now())}, nil
+}
+
+// untilRenewal is how long until the earliest of the Clusters' certificate
+// renewals (zero, no requeue, when none is due; a minute at least).
+func untilRenewal(renewals []time.Time, now time.Time) time.Duration {
+	next := cluster.Earliest(renewals)
+	if next.IsZero() {
+		return 0
+	}
+	return max(next.Sub(now), time.Minute)
 }
 
 // selected lists the EKS-A Clusters a MetricsConfig selects, by name.
@@ -283,8 +298,10 @@ func (r *Reconciler) selected(ctx context.Context, mc *metricsv1alpha1.MetricsCo
 	return out, nil
 }
 
-// reconcileCluster renders the MetricsConfig for one Cluster and applies it.
-func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.ClusterStatus) metricsv1alpha1.ClusterStatus {
+// reconcileCluster renders the MetricsConfig for one Cluster and applies it;
+// it returns the Cluster's status and when its next serving certificate is
+// due for renewal (zero when it has none or was not applied).
+func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.ClusterStatus) (metricsv1alpha1.ClusterStatus, time.Time) {
 	// A copy: prev shares its conditions with the MetricsConfig read from the
 	// cache, which the status patch is computed against.
 	st := metricsv1alpha1.ClusterStatus{Name: obj.GetName(), ObservedGeneration: mc.Generation, Conditions: slices.Clone(prev.Conditions)}
@@ -293,22 +310,26 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.M
 		if ok {
 			s = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: mc.Generation})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg), ObservedGeneration: mc.Generation})
 	}
-	fail := func(t, reason string, err error) metricsv1alpha1.ClusterStatus {
+	// Verified holds for the apply that preceded it: until this one
+	// succeeds, an earlier result says nothing.
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: metricsv1alpha1.ConditionVerified, Status: metav1.ConditionUnknown,
+		Reason: "NotApplied", Message: "the checks run after a successful apply", ObservedGeneration: mc.Generation})
+	fail := func(t, reason string, err error) (metricsv1alpha1.ClusterStatus, time.Time) {
 		set(t, false, reason, err.Error())
-		st.LastError = err.Error()
-		return st
+		st.LastError = truncate(err.Error())
+		return st, time.Time{}
 	}
 	if obj.GetAnnotations()[PausedAnnotation] == "true" {
 		set(metricsv1alpha1.ConditionApplied, false, "ClusterPaused", "the EKS Anywhere Cluster is paused: nothing is changed until the annotation "+PausedAnnotation+" is removed")
 		st.RolledOut = prev.RolledOut
-		return st
+		return st, time.Time{}
 	}
 	if why := upgrading(obj); why != "" {
 		set(metricsv1alpha1.ConditionApplied, false, "ClusterUpgrading", why)
 		st.RolledOut = prev.RolledOut
-		return st
+		return st, time.Time{}
 	}
 	in, err := r.input(ctx, mc, obj)
 	if err != nil {
@@ -323,21 +344,84 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.M
 	if err != nil {
 		return fail(metricsv1alpha1.ConditionApplied, "Unreachable", err)
 	}
-	written, err := r.apply(ctx, mc, cl, res, obj)
+	written, renewAt, err := r.apply(ctx, mc, cl, res, obj)
 	var refused *engine.RolloutRefusedError
 	switch {
 	case errors.As(err, &refused):
 		set(metricsv1alpha1.ConditionApplied, false, "RolloutNotAllowed", err.Error()+": set spec.allowControlPlaneRollout: true when a rollout is acceptable")
-		return st
+		return st, time.Time{}
 	case err != nil:
 		return fail(metricsv1alpha1.ConditionApplied, "ApplyFailed", err)
 	}
 	set(metricsv1alpha1.ConditionApplied, true, "Applied", fmt.Sprintf("%d objects written", len(written)))
+	if ok, msg := verified(ctx, cl, res); ok {
+		set(metricsv1alpha1.ConditionVerified, true, "Verified", msg)
+	} else {
+		set(metricsv1alpha1.ConditionVerified, false, "CheckFailed", msg)
+	}
 	st.RolledOut = prev.RolledOut
 	if len(written) > 0 {
 		st.RolledOut = written
 	}
-	return st
+	return st, renewAt
+}
+
+// maxMessage bounds a condition message or last error: the API server
+// refuses a condition message over 32768 bytes, and with it the whole status
+// of the MetricsConfig.
+const maxMessage = 4096
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage - len(" … (truncated)")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " … (truncated)"
+}
+
+// verifyChecks are the checks of validate --kubeconfig that the controller
+// runs after each apply: what apply itself cannot see (the scraper
+// identities, the Prometheus that should select the ServiceMonitors, the
+// management controllers' accounts and labels), at a few reads each. The
+// others that read the live clusters hold by construction after a
+// successful apply (drift; serving-certificates: apply has just made or
+// renewed them; prometheus-operator-crds: the ServiceMonitors were
+// accepted), so running them would only read everything again. Reaching
+// the endpoints themselves is verify's job, from where the scraper runs.
+var verifyChecks = []string{"scraper-identities", "prometheus-selects-monitors", "management-components"}
+
+// verified runs verifyChecks; it says whether none failed, and what they found.
+func verified(ctx context.Context, cl *engine.Clusters, res *render.Result) (bool, string) {
+	skip := map[string]bool{}
+	for _, c := range validate.Checks() {
+		skip[c.Name] = !slices.Contains(verifyChecks, c.Name)
+	}
+	var failed, warned, passed []string
+	for _, r := range validate.Run(ctx, &validate.Input{Path: res.Config.ClusterName, Result: res, Management: cl.Management, Workload: cl.Workload}, skip) {
+		line := r.Name + ": " + r.Message
+		if len(r.Details) > 0 {
+			line += " (" + strings.Join(r.Details, "; ") + ")"
+		}
+		switch r.Status {
+		case validate.Fail, validate.Error:
+			failed = append(failed, line)
+		case validate.Warn:
+			warned = append(warned, line)
+		case validate.Pass:
+			passed = append(passed, r.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return false, strings.Join(append(failed, warned...), "; ")
+	}
+	msg := fmt.Sprintf("%d checks pass (%s)", len(passed), strings.Join(passed, ", "))
+	if len(warned) > 0 {
+		msg += "; " + strings.Join(warned, "; ")
+	}
+	return true, msg
 }
 
 // upgrading says why EKS Anywhere is busy with a Cluster (an upgrade or
@@ -359,15 +443,16 @@ func upgrading(obj *unstructured.Unstructured) string {
 	return ""
 }
 
-// apply plans and applies one Cluster; it returns what it wrote.
-func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, cl *engine.Clusters, res *render.Result, obj *unstructured.Unstructured) ([]string, error) {
+// apply plans and applies one Cluster; it returns what it wrote and when
+// its next serving certificate is due for renewal.
+func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, cl *engine.Clusters, res *render.Result, obj *unstructured.Unstructured) ([]string, time.Time, error) {
 	certSteps, err := engine.PlanCertificates(ctx, cl, res)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	steps, err := engine.Plan(ctx, cl, res)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var written []string
 	var mu sync.Mutex
@@ -388,7 +473,7 @@ func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 		AllowRollout: func([]*cluster.Step) (bool, error) { return mc.Spec.AllowControlPlaneRollout, nil },
 	})
 	sort.Strings(written)
-	return written, err
+	return written, cluster.NextRenewal(certSteps), err
 }
 
 // input builds the engine's input from the live objects: the EKS-A Cluster,

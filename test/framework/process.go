@@ -116,6 +116,16 @@ func (p *Process) Stop() {
 	}
 }
 
+// Kill ends the process with SIGKILL, as a node failure or an OOM kill
+// would: it gets no chance to clean up.
+func (p *Process) Kill() {
+	if done, _ := p.Exited(); done {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	p.done <- <-p.done
+}
+
 // Tail returns the last n lines of the process's output.
 func (p *Process) Tail(n int) string {
 	lines := strings.Split(p.log.String(), "\n")

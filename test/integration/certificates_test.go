@@ -127,9 +127,21 @@ func TestApplyMakesAndRenewsServingCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Today, nothing is due; the controller comes back when the first one is
+	// (a year's certificates: two thirds of a year from now).
+	today, err := cl.PlanCertificates(ctx, r.Config, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := time.Until(cluster.NextRenewal(today)); next < 240*24*time.Hour || next > 245*24*time.Hour {
+		t.Errorf("next renewal in %s, want two thirds of a year", next)
+	}
 	steps, err := cl.PlanCertificates(ctx, r.Config, time.Now().Add(250*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if next := cluster.NextRenewal(steps).Sub(time.Now().Add(250 * 24 * time.Hour)); next < 240*24*time.Hour || next > 245*24*time.Hour {
+		t.Errorf("after the renewals, the next one in %s, want two thirds of a year", next)
 	}
 	renewed := 0
 	for _, s := range steps {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -196,11 +197,20 @@ func (f *fleet) startController(t testing.TB, cnt *counter) (stop func()) {
 
 func (f *fleet) metricsConfig(t testing.TB, kubeProxy bool) {
 	t.Helper()
+	f.metricsConfigSpec(t, map[string]any{"components": map[string]any{"kubeProxy": map[string]any{"enabled": kubeProxy}}})
+}
+
+// metricsConfigSpec applies the MetricsConfig "fleet" (Clusters labelled
+// metrics=on, the Group metrics-readers) with more spec fields.
+func (f *fleet) metricsConfigSpec(t testing.TB, more map[string]any) {
+	t.Helper()
+	spec := map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"metrics": "on"}},
+		"scrapers": []any{map[string]any{"kind": "Group", "name": "metrics-readers"}}}
+	for k, v := range more {
+		spec[k] = v
+	}
 	mc := map[string]any{"apiVersion": "metrics.anywhere.eks.amazonaws.com/v1alpha1", "kind": "MetricsConfig",
-		"metadata": map[string]any{"name": "fleet", "namespace": "default"},
-		"spec": map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"metrics": "on"}},
-			"scrapers":   []any{map[string]any{"kind": "Group", "name": "metrics-readers"}},
-			"components": map[string]any{"kubeProxy": map[string]any{"enabled": kubeProxy}}}}
+		"metadata": map[string]any{"name": "fleet", "namespace": "default"}, "spec": spec}
 	if err := f.mgmt.Apply(context.Background(), "platform-team", true, mc); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +301,8 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 	f := newFleet(t, "w1", "w2", "mgmt")
 	// The curated-packages controller as EKS-A ships it (v0.26): the
 	// controller adds its kube-rbac-proxy sidecar.
-	shipped := f.mgmt.InstallUpstream(t, "eks-anywhere-packages-v0.4.17.yaml")["eksa-packages/eks-anywhere-packages"]
+	installed := f.mgmt.InstallUpstream(t, "eks-anywhere-packages-v0.4.17.yaml", "cert-manager-v1.20.2.yaml")
+	shipped := installed["eksa-packages/eks-anywhere-packages"]
 	cnt := &counter{reqs: map[string]int{}}
 	stop := f.startController(t, cnt)
 	f.metricsConfig(t, true)
@@ -313,6 +324,11 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 		return nil
 	})
 	t.Logf("three clusters (two workload, the management cluster itself) applied %s after the MetricsConfig was created", time.Since(start).Round(100*time.Millisecond))
+	for _, name := range []string{"mgmt", "w1", "w2"} {
+		if ok, msg := f.verified(t, name); !ok {
+			t.Errorf("%s: Verified is not True after apply: %s", name, msg)
+		}
+	}
 	f.waitFor(t, "the packages controller's sidecar", func() error { return sidecar(t, f.mgmt, true) })
 
 	// At rest: nothing but leader election and watches.
@@ -338,20 +354,54 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var upstream appsv1.Deployment
-	if err := convertMap(shipped, &upstream); err != nil {
+	var packages appsv1.Deployment
+	if err := convertMap(shipped, &packages); err != nil {
 		t.Fatal(err)
 	}
-	d.Spec.Template = upstream.Spec.Template
-	if _, err := f.mgmt.Client.AppsV1().Deployments("eksa-packages").Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "eks-a-cli"}); err != nil {
-		t.Fatal(err)
+	d.Spec.Template = packages.Spec.Template
+	took := f.restored(t, "the sidecar", func() {
+		if _, err := f.mgmt.Client.AppsV1().Deployments("eksa-packages").Update(context.Background(), d, metav1.UpdateOptions{FieldManager: "eks-a-cli"}); err != nil {
+			t.Fatal(err)
+		}
+	}, func(want bool) error { return sidecar(t, f.mgmt, want) })
+	t.Logf("a Deployment overwritten by the shipped manifest was restored in %s", took)
+
+	// EKS-A force-applies the shipped cert-manager Deployment (server-side,
+	// field manager eks-a-controller): the container's args are an atomic
+	// list, so the apply takes them back, and with them the loopback listen
+	// address our sidecar fronts. The controller takes them back in turn.
+	f.waitFor(t, "cert-manager listening on loopback", func() error { return certManagerListen(t, f.mgmt, true) })
+	took = f.restored(t, "cert-manager's loopback address", func() {
+		if err := f.mgmt.Apply(context.Background(), "eks-a-controller", true, installed["cert-manager/cert-manager"]); err != nil {
+			t.Fatal(err)
+		}
+	}, func(want bool) error { return certManagerListen(t, f.mgmt, want) })
+	t.Logf("args taken by a forced apply as eks-a-controller were restored in %s", took)
+
+	// Someone makes the packages controller run as another ServiceAccount:
+	// apply has nothing to take back, and the Verified condition of the
+	// management cluster says what is wrong, until it is put back.
+	runAs := func(sa string) {
+		t.Helper()
+		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"serviceAccountName":%q}}}}`, sa)
+		if _, err := f.mgmt.Client.AppsV1().Deployments("eksa-packages").Patch(context.Background(), "eks-anywhere-packages", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "someone"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	overwritten := time.Now()
-	if err := sidecar(t, f.mgmt, false); err != nil {
-		t.Fatalf("the overwrite did not take: %v", err)
-	}
-	f.waitFor(t, "the sidecar restored", func() error { return sidecar(t, f.mgmt, true) })
-	t.Logf("a Deployment overwritten by the shipped manifest was restored in %s", time.Since(overwritten).Round(10*time.Millisecond))
+	runAs("default")
+	f.waitFor(t, "the management cluster not Verified", func() error {
+		if ok, msg := f.verified(t, "mgmt"); ok || !strings.Contains(msg, "eks-anywhere-packages runs as ServiceAccount default") {
+			return fmt.Errorf("Verified %t: %s", ok, msg)
+		}
+		return nil
+	})
+	runAs("eks-anywhere-packages-serviceaccount")
+	f.waitFor(t, "the management cluster Verified again", func() error {
+		if ok, msg := f.verified(t, "mgmt"); !ok {
+			return fmt.Errorf("%s", msg)
+		}
+		return nil
+	})
 
 	// w2 leaves the selection: its objects go; it joins again: they are back.
 	f.label(t, "w2", map[string]any{"metrics": nil}, nil)
@@ -463,6 +513,39 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 	})
 }
 
+// restored overwrites an edit of the controller's, checks that the
+// overwrite took (edited(false)), waits until the controller has restored
+// it (edited(true)), and returns how long that took.
+func (f *fleet) restored(t testing.TB, what string, overwrite func(), edited func(want bool) error) time.Duration {
+	t.Helper()
+	overwrite()
+	start := time.Now()
+	if err := edited(false); err != nil {
+		t.Fatalf("the overwrite of %s did not take: %v", what, err)
+	}
+	f.waitFor(t, what+" restored", func() error { return edited(true) })
+	return time.Since(start).Round(10 * time.Millisecond)
+}
+
+// verified returns a Cluster's Verified condition in the MetricsConfig status.
+func (f *fleet) verified(t testing.TB, name string) (bool, string) {
+	t.Helper()
+	for _, c := range f.status(t)["clusters"].([]any) {
+		c := c.(map[string]any)
+		if c["name"] != name {
+			continue
+		}
+		conds, _ := c["conditions"].([]any)
+		for _, cond := range conds {
+			if cond := cond.(map[string]any); cond["type"] == "Verified" {
+				return cond["status"] == "True", fmt.Sprint(cond["message"])
+			}
+		}
+		return false, "no Verified condition"
+	}
+	return false, "no status for " + name
+}
+
 // sidecar says whether the packages controller runs eksa-metrics' sidecar.
 func sidecar(t testing.TB, cp *framework.ControlPlane, want bool) error {
 	t.Helper()
@@ -478,6 +561,26 @@ func sidecar(t testing.TB, cp *framework.ControlPlane, want bool) error {
 		return fmt.Errorf("sidecar present: %t", got)
 	}
 	return nil
+}
+
+// certManagerListen says whether cert-manager's controller serves its plain
+// metrics on loopback only (behind eksa-metrics' sidecar), as the
+// controller's edit says.
+func certManagerListen(t testing.TB, cp *framework.ControlPlane, want bool) error {
+	t.Helper()
+	d, err := cp.Client.AppsV1().Deployments("cert-manager").Get(context.Background(), "cert-manager", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "cert-manager-controller" {
+			if got := slices.Contains(c.Args, "--metrics-listen-address=127.0.0.1:9402"); got != want {
+				return fmt.Errorf("loopback listen address: %t (args %v)", got, c.Args)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no cert-manager-controller container")
 }
 
 func convertMap(m map[string]any, into any) error {
