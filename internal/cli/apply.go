@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -117,7 +118,11 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	printPlan(errOut, r.Config.ClusterName, steps, o.Diff)
-	printCertificates(errOut, certSteps)
+	issuer := metricsv1alpha1.CertificatesEKSAMetrics
+	if r.Config.CertManager {
+		issuer = metricsv1alpha1.CertificatesCertManager
+	}
+	printCertificates(errOut, certSteps, issuer)
 	if o.DryRun == "client" {
 		fmt.Fprintln(errOut, "Dry run (client): nothing was sent.")
 		return nil
@@ -210,14 +215,18 @@ func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 
 // printCertificates lists the serving certificates' Secrets and ConfigMaps
 // (never their content).
-func printCertificates(w io.Writer, steps []*cluster.CertificateStep) {
+func printCertificates(w io.Writer, steps []*cluster.CertificateStep, issuer string) {
 	if len(steps) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "Serving certificates (tls.certificates: eksa-metrics):")
+	fmt.Fprintf(w, "Serving certificates (tls.certificates: %s):\n", issuer)
 	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Unchanged: "="}
 	for _, s := range steps {
-		line := fmt.Sprintf("  %s %s %s", marks[s.Action], s.Action, s)
+		action := string(s.Action)
+		if s.Pending {
+			action = "await"
+		}
+		line := fmt.Sprintf("  %s %s %s", marks[s.Action], action, s)
 		if s.Why != "" {
 			line += ": " + s.Why
 		}

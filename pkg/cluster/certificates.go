@@ -36,11 +36,21 @@ type CertificateStep struct {
 	// due for renewal (zero for the CA and the bundle).
 	RenewAt time.Time
 
+	// Pending: cert-manager has yet to issue it (tls.certificates:
+	// cert-manager); apply waits for it after writing the Certificates.
+	Pending bool
+
 	secret    *corev1.Secret
 	configMap *corev1.ConfigMap
 	// restarts names the DaemonSet whose pods read the certificate only when
-	// they start (HAProxy): a renewal restarts them.
-	restarts string
+	// they start (HAProxy): a renewal restarts them, recording serial (the
+	// certificate they then read) on their pod template.
+	restarts, serial string
+}
+
+// Pending reports whether a step waits for cert-manager.
+func Pending(steps []*CertificateStep) bool {
+	return slices.ContainsFunc(steps, func(s *CertificateStep) bool { return s.Pending })
 }
 
 // NextRenewal is the earliest time one of the serving certificates is due
@@ -73,27 +83,15 @@ func (s *CertificateStep) String() string {
 // proxy when it is missing or due for renewal (certs.Renewal), and the CA
 // bundle where the scrapers read it. An object of those names that
 // eksa-metrics did not write (no CertificateLabel) is an error: it is never
-// overwritten. New keys are made here, in memory only.
+// overwritten. New keys are made here, in memory only. With cert-manager
+// issuing them (planIssued), apply writes only the bundles and restarts.
 func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now time.Time) ([]*CertificateStep, error) {
-	type serving struct {
-		namespace, name, dns string
-		haproxy              bool
+	served, err := c.served(ctx, cfg)
+	if err != nil || len(served) == 0 {
+		return nil, err
 	}
-	var served []serving
-	for _, comp := range templates.ServedCertificates(cfg) {
-		served = append(served, serving{templates.SystemNS, templates.ServingSecret(comp.ID), templates.ServingName(comp.ID), comp.Proxy == components.HAProxyPassThrough})
-	}
-	for _, m := range templates.ServedManagement(cfg) {
-		// A controller that is not installed gets no edit, so no certificate.
-		if _, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			continue
-		} else if err != nil {
-			return nil, fmt.Errorf("reading Deployment %s/%s in the %s: %w", m.Namespace, m.Deployment, c, err)
-		}
-		served = append(served, serving{m.Namespace, templates.ServingSecret(components.ID(m.Deployment)), templates.ManagementServingName(m), false})
-	}
-	if len(served) == 0 {
-		return nil, nil
+	if cfg.CertManager {
+		return c.planIssued(ctx, cfg, served)
 	}
 	var steps []*CertificateStep
 
@@ -129,7 +127,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			step.secret = live.DeepCopy()
 			if sv.haproxy {
 				step.restarts = templates.ControlPlaneDS
-				step.Why += "; HAProxy reads it at start, so its pods restart one node at a time"
+				step.Why += "; " + haproxyRestart
 			}
 		}
 		pair, err := certs.Issue(ca, dns, now)
@@ -141,6 +139,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			return nil, fmt.Errorf("reading the serving certificate issued for %s: %w", dns, err)
 		}
 		step.RenewAt = certs.RenewAt(leaf[0])
+		step.serial = leaf[0].SerialNumber.Text(16)
 		if step.secret == nil {
 			step.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: certLabels("serving")}, Type: corev1.SecretTypeTLS}
 		}
@@ -148,6 +147,41 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 		steps = append(steps, step)
 	}
 
+	bundles, err := c.planBundles(ctx, cfg, ca.Cert)
+	return append(steps, bundles...), err
+}
+
+// served are the Secrets of the serving certificates: one per proxy, one
+// per management sidecar whose controller is installed.
+func (c *Cluster) served(ctx context.Context, cfg *spec.Config) ([]serving, error) {
+	var out []serving
+	for _, comp := range templates.ServedCertificates(cfg) {
+		out = append(out, serving{templates.SystemNS, templates.ServingSecret(comp.ID), templates.ServingName(comp.ID), comp.Proxy == components.HAProxyPassThrough})
+	}
+	for _, m := range templates.ServedManagement(cfg) {
+		// A controller that is not installed gets no edit, so no certificate.
+		if _, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("reading Deployment %s/%s in the %s: %w", m.Namespace, m.Deployment, c, err)
+		}
+		out = append(out, serving{m.Namespace, templates.ServingSecret(components.ID(m.Deployment)), templates.ManagementServingName(m), false})
+	}
+	return out, nil
+}
+
+type serving struct {
+	namespace, name, dns string
+	haproxy              bool
+}
+
+const haproxyRestart = "HAProxy reads it at start, so its pods restart one node at a time"
+
+// planBundles: the CA bundle (caCert) in every namespace a scraper reads it
+// from; pending, with nothing to write, while caCert is nil (cert-manager
+// has not issued the CA yet).
+func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []byte) ([]*CertificateStep, error) {
+	var steps []*CertificateStep
 	for _, ns := range bundleNamespaces(cfg) {
 		step := &CertificateStep{Kind: "ConfigMap", Namespace: ns, Name: templates.ServingCA, Action: Unchanged}
 		live, err := c.Core.CoreV1().ConfigMaps(ns).Get(ctx, templates.ServingCA, metav1.GetOptions{})
@@ -159,18 +193,99 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			return nil, fmt.Errorf("reading ConfigMap %s/%s in the %s: %w", ns, templates.ServingCA, c, err)
 		case !ours(live, "bundle"):
 			return nil, foreign("ConfigMap", ns, templates.ServingCA, c)
-		case live.Data[templates.CABundleKey] == string(ca.Cert):
+		case caCert != nil && live.Data[templates.CABundleKey] == string(caCert):
 			steps = append(steps, step)
 			continue
 		default:
 			step.Action, step.Why = Update, "the CA bundle differs from the CA"
 			step.configMap = live.DeepCopy()
 		}
-		step.configMap.Data = map[string]string{templates.CABundleKey: string(ca.Cert)}
+		if caCert == nil {
+			step.Pending, step.configMap = true, nil
+			step.Why += ", once cert-manager has issued the CA (Certificate " + templates.CertManagerNS + "/" + templates.ServingCA + ")"
+		} else {
+			step.configMap.Data = map[string]string{templates.CABundleKey: string(caCert)}
+		}
 		steps = append(steps, step)
 	}
 	return steps, nil
 }
+
+// planIssued plans tls.certificates: cert-manager. cert-manager issues and
+// renews the CA and the serving certificates from the Certificates
+// eksa-metrics renders; apply publishes the CA bundle from the CA's Secret
+// and restarts HAProxy when its certificate changed. A Secret of those names
+// that neither cert-manager issued for eksa-metrics' Certificate nor apply
+// wrote is an error: cert-manager would overwrite it.
+func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []serving) ([]*CertificateStep, error) {
+	var caCert []byte
+	live, err := c.Core.CoreV1().Secrets(templates.CertManagerNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.CertManagerNS, templates.ServingCA, c, err)
+	case !issuedFor(live, templates.ServingCA, templates.SelfSignedIssuer):
+		return nil, notIssued(templates.CertManagerNS, templates.ServingCA, c)
+	default:
+		if err := certs.CheckCA(certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}); err != nil {
+			return nil, fmt.Errorf("Secret %s/%s in the %s, which cert-manager issued as eksa-metrics' CA, does not hold a usable CA: %v", templates.CertManagerNS, templates.ServingCA, c, err)
+		}
+		caCert = live.Data[corev1.TLSCertKey]
+	}
+
+	var steps []*CertificateStep
+	for _, sv := range served {
+		step := &CertificateStep{Kind: "Secret", Namespace: sv.namespace, Name: sv.name, Action: Unchanged}
+		issued := "cert-manager issues the serving certificate for " + sv.dns + " (Certificate " + sv.namespace + "/" + sv.name + ")"
+		live, err := c.Core.CoreV1().Secrets(sv.namespace).Get(ctx, sv.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			step.Action, step.Why, step.Pending = Create, issued, true
+		case err != nil:
+			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", sv.namespace, sv.name, c, err)
+		case ours(live, "serving"):
+			// apply's own, from tls.certificates: eksa-metrics.
+			step.Action, step.Why, step.Pending = Update, issued+", in place of the one apply issued", true
+		case !issuedFor(live, sv.name, templates.CAIssuer):
+			return nil, notIssued(sv.namespace, sv.name, c)
+		default:
+			leaf, err := certutil.ParseCertsPEM(live.Data[corev1.TLSCertKey])
+			if err != nil {
+				return nil, fmt.Errorf("reading the certificate cert-manager issued in Secret %s/%s in the %s: %w", sv.namespace, sv.name, c, err)
+			}
+			step.Expires, step.RenewAt = leaf[0].NotAfter, certs.RenewAt(leaf[0])
+			if !sv.haproxy {
+				break
+			}
+			serial := leaf[0].SerialNumber.Text(16)
+			ds, err := c.Core.AppsV1().DaemonSets(templates.SystemNS).Get(ctx, templates.ControlPlaneDS, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err): // its pods will read the certificate there is
+			case err != nil:
+				return nil, fmt.Errorf("reading DaemonSet %s/%s in the %s: %w", templates.SystemNS, templates.ControlPlaneDS, c, err)
+			case ds.Spec.Template.Annotations[restartAnnotation(sv.name)] != serial:
+				step.Action, step.Why = Update, "cert-manager issued a new certificate for "+sv.dns+"; "+haproxyRestart
+				step.restarts, step.serial = templates.ControlPlaneDS, serial
+			}
+		}
+		steps = append(steps, step)
+	}
+	bundles, err := c.planBundles(ctx, cfg, caCert)
+	return append(steps, bundles...), err
+}
+
+// issuedFor: cert-manager issued the Secret for the Certificate of that
+// name, from the ClusterIssuer of that name (its annotations).
+func issuedFor(s *corev1.Secret, certificate, issuer string) bool {
+	a := s.Annotations
+	return a[templates.CertManagerCertificateAnnotation] == certificate && a["cert-manager.io/issuer-name"] == issuer && a["cert-manager.io/issuer-kind"] == "ClusterIssuer"
+}
+
+func notIssued(ns, name string, c *Cluster) error {
+	return fmt.Errorf("Secret %s/%s in the %s was neither issued by cert-manager for eksa-metrics' Certificate of that name nor written by eksa-metrics, and cert-manager would overwrite it: rename or remove it yourself, or set spec.tls.certificates: none", ns, name, c)
+}
+
+func restartAnnotation(secret string) string { return templates.CertificateLabel + "-" + secret }
 
 // planCA returns the CA, a new one (with its step) when there is none.
 func (c *Cluster) planCA(ctx context.Context) (certs.Pair, *CertificateStep, error) {
@@ -207,8 +322,9 @@ func (c *Cluster) ExecuteCertificates(ctx context.Context, steps []*CertificateS
 	for _, s := range steps {
 		var err error
 		switch {
-		case s.Action == Unchanged:
+		case s.Action == Unchanged, s.Pending:
 			continue
+		case s.secret == nil && s.configMap == nil: // a restart only
 		case s.configMap != nil && s.Action == Create:
 			// Where the ServiceMonitors go, apply creates the namespace too.
 			if err = c.ensureNamespace(ctx, s.Namespace, dryRun); errors.Is(err, errNamespaceDryRun) {
@@ -228,28 +344,29 @@ func (c *Cluster) ExecuteCertificates(ctx context.Context, steps []*CertificateS
 		if err != nil {
 			return fmt.Errorf("writing %s in the %s: %w", s, c, err)
 		}
-		verb := map[Action]string{Create: "created", Update: "configured"}[s.Action]
-		report.emit(Event{Cluster: c.String(), Object: s.String(), Action: verb, Message: s.Why})
+		if s.secret != nil || s.configMap != nil {
+			verb := map[Action]string{Create: "created", Update: "configured"}[s.Action]
+			report.emit(Event{Cluster: c.String(), Object: s.String(), Action: verb, Message: s.Why})
+		}
 		if s.restarts != "" && !dryRun {
-			if err := c.restart(ctx, s.restarts, s.Name); err != nil {
+			if err := c.restart(ctx, s.restarts, s.Name, s.serial); err != nil {
 				return err
 			}
+			report.emit(Event{Cluster: c.String(), Object: templates.ObjectName("DaemonSet", templates.SystemNS, s.restarts), Action: "restarted",
+				Message: "to serve the new certificate of " + s.String()})
 		}
 	}
 	return nil
 }
 
 // restart rolls a DaemonSet's pods (as kubectl rollout restart does) by an
-// annotation on its pod template that names the renewed Secret and its
-// version, under a field manager of its own. A DaemonSet that does not exist
-// yet starts with the new certificate anyway.
-func (c *Cluster) restart(ctx context.Context, ds, secret string) error {
-	s, err := c.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, secret, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, templates.CertificateLabel+"-"+secret, s.ResourceVersion)
-	_, err = c.Core.AppsV1().DaemonSets(templates.SystemNS).Patch(ctx, ds, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager + "-certificates"})
+// annotation on its pod template that names the renewed Secret and the
+// serial number of the certificate it holds, under a field manager of its
+// own. A DaemonSet that does not exist yet starts with the new certificate
+// anyway.
+func (c *Cluster) restart(ctx context.Context, ds, secret, serial string) error {
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, restartAnnotation(secret), serial)
+	_, err := c.Core.AppsV1().DaemonSets(templates.SystemNS).Patch(ctx, ds, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager + "-certificates"})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -59,6 +59,9 @@ func (c *Cluster) resource(obj map[string]any) (dynamic.ResourceInterface, *meta
 	gvk := u.GroupVersionKind()
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
+		if meta.IsNoMatchError(err) && gvk.Group == "cert-manager.io" {
+			return nil, nil, fmt.Errorf("the %s has no %s (%s): tls.certificates is cert-manager, so cert-manager must run in that cluster; install it, or set tls.certificates: eksa-metrics (apply then issues the certificates itself)", c, gvk.Kind, gvk.GroupVersion())
+		}
 		if meta.IsNoMatchError(err) {
 			return nil, nil, fmt.Errorf("the %s has no %s (%s): install its CRD first, or turn off what needs it in the metrics section", c, gvk.Kind, gvk.GroupVersion())
 		}

@@ -34,6 +34,8 @@ var prunable = []schema.GroupVersionKind{
 	{Group: "apps", Version: "v1", Kind: "DaemonSet"},
 	{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"},
 	{Group: "packages.eks.amazonaws.com", Version: "v1alpha1", Kind: "Package"},
+	{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
+	{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"},
 }
 
 // pruneSteps finds, in one cluster, the objects of the inventory of a cluster
@@ -51,7 +53,7 @@ func (c *Cluster) pruneSteps(ctx context.Context, clusterName string, keep map[s
 			return nil, err
 		}
 		list, err := c.Dynamic.Resource(m.Resource).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) && slices.Contains([]string{"packages.eks.amazonaws.com", "monitoring.coreos.com"}, gvk.Group) {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) && slices.Contains([]string{"packages.eks.amazonaws.com", "monitoring.coreos.com", "cert-manager.io"}, gvk.Group) {
 			continue
 		}
 		if err != nil {

@@ -1,12 +1,17 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // Plan compares a render with the live clusters: one step per object (create,
@@ -50,9 +55,17 @@ type ApplyOptions struct {
 	// Report receives an event per object written.
 	Report cluster.Reporter
 	// Certificates (from PlanCertificates) are written before the objects,
-	// so that the proxy pods find their Secrets.
+	// so that the proxy pods find their Secrets. Those cert-manager has yet
+	// to issue (tls.certificates: cert-manager) are waited for after the
+	// objects, which hold its Certificates, for IssueTimeout (default
+	// DefaultIssueTimeout); then the CA bundles are published.
 	Certificates []*cluster.CertificateStep
+	IssueTimeout time.Duration
 }
+
+// DefaultIssueTimeout is how long apply waits for cert-manager to issue the
+// certificates (seconds, when it runs).
+const DefaultIssueTimeout = 2 * time.Minute
 
 // RolloutRefusedError is a plan that replaces control-plane machines, which
 // the gate did not allow; nothing was changed.
@@ -79,7 +92,39 @@ func Apply(ctx context.Context, cl *Clusters, r *render.Result, steps []*cluster
 	if err := cl.Workload.ExecuteCertificates(ctx, opts.Certificates, opts.DryRun, opts.Report); err != nil {
 		return err
 	}
-	return applier(cl, r).Execute(ctx, steps, cluster.ExecuteOptions{DryRun: opts.DryRun, ForceConflicts: opts.ForceConflicts, Report: opts.Report})
+	err := applier(cl, r).Execute(ctx, steps, cluster.ExecuteOptions{DryRun: opts.DryRun, ForceConflicts: opts.ForceConflicts, Report: opts.Report})
+	if err != nil || opts.DryRun || !cluster.Pending(opts.Certificates) {
+		return err
+	}
+	return awaitIssued(ctx, cl, r, cmp.Or(opts.IssueTimeout, DefaultIssueTimeout), opts.Report)
+}
+
+// awaitIssued waits until cert-manager has issued every certificate, then
+// writes what remains (the CA bundles, HAProxy's restart).
+func awaitIssued(ctx context.Context, cl *Clusters, r *render.Result, timeout time.Duration, report cluster.Reporter) error {
+	var steps []*cluster.CertificateStep
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		steps, err = PlanCertificates(ctx, cl, r)
+		return err == nil && !cluster.Pending(steps), err
+	})
+	if wait.Interrupted(err) {
+		var waiting []string
+		for _, s := range steps {
+			if s.Pending && s.Kind == "Secret" {
+				waiting = append(waiting, s.Namespace+"/"+s.Name)
+			}
+		}
+		if len(waiting) == 0 {
+			waiting = append(waiting, templates.CertManagerNS+"/"+templates.ServingCA)
+		}
+		return fmt.Errorf("cert-manager has not issued the Certificates %s in the %s within %s: kubectl describe certificate -n <namespace> <name> there says why (is cert-manager running, and its ClusterIssuers %s and %s Ready?); run apply again once they are Ready",
+			strings.Join(waiting, ", "), cl.Workload, timeout, templates.SelfSignedIssuer, templates.CAIssuer)
+	}
+	if err != nil {
+		return err
+	}
+	return cl.Workload.ExecuteCertificates(ctx, steps, false, report)
 }
 
 // Wait blocks until what the plan changed is ready (DaemonSets first, then

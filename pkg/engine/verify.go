@@ -90,16 +90,17 @@ func readServingCA(ctx context.Context, workload *cluster.Cluster, r *render.Res
 	if len(templates.ServedCertificates(r.Config))+len(templates.ServedManagement(r.Config)) == 0 {
 		return nil, nil
 	}
-	s, err := workload.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	ns := templates.ServingCANamespace(r.Config)
+	s, err := workload.Core.CoreV1().Secrets(ns).Get(ctx, templates.ServingCA, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the serving CA, Secret %s/%s, in the %s: %w", templates.SystemNS, templates.ServingCA, workload, err)
+		return nil, fmt.Errorf("reading the serving CA, Secret %s/%s, in the %s: %w", ns, templates.ServingCA, workload, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(s.Data[corev1.TLSCertKey]) {
-		return nil, fmt.Errorf("Secret %s/%s in the %s holds no PEM certificate in %s", templates.SystemNS, templates.ServingCA, workload, corev1.TLSCertKey)
+		return nil, fmt.Errorf("Secret %s/%s in the %s holds no PEM certificate in %s", ns, templates.ServingCA, workload, corev1.TLSCertKey)
 	}
 	return pool, nil
 }

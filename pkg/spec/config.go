@@ -45,6 +45,10 @@ type Config struct {
 	// ServingCertificates: the kube-rbac-proxies serve certificates from
 	// eksa-metrics' CA, and scrapes verify them (tls.certificates).
 	ServingCertificates bool
+	// CertManager: cert-manager issues and renews those certificates from
+	// the Issuers and Certificates eksa-metrics renders (tls.certificates:
+	// cert-manager); otherwise apply does.
+	CertManager bool
 
 	Stack               metricsv1alpha1.Stack
 	Release             string

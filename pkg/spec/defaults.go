@@ -84,8 +84,9 @@ func Default(in *Input, opts Options) *Config {
 	// The curated prometheus package is not told to mount the CA bundle, so
 	// its scrapes keep skipping verification unless asked (validate refuses
 	// that combination).
-	c.ServingCertificates = m.TLS.Certificates == metricsv1alpha1.CertificatesEKSAMetrics ||
+	c.ServingCertificates = m.TLS.Certificates == metricsv1alpha1.CertificatesEKSAMetrics || m.TLS.Certificates == metricsv1alpha1.CertificatesCertManager ||
 		m.TLS.Certificates == "" && m.ScrapeConfig.Stack != metricsv1alpha1.StackEKSAnywhere
+	c.CertManager = m.TLS.Certificates == metricsv1alpha1.CertificatesCertManager
 	c.TLSMinVersion = m.TLS.MinVersion
 	if c.TLSMinVersion == "" {
 		c.TLSMinVersion = metricsv1alpha1.TLS12

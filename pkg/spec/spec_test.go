@@ -153,3 +153,39 @@ func TestRemoveJSONMember(t *testing.T) {
 		}
 	}
 }
+
+// tls.certificates chooses who issues the proxies' certificates;
+// cert-manager verifies like eksa-metrics, and neither goes with the curated
+// package, which cannot mount the CA bundle.
+func TestCertificatesIssuer(t *testing.T) {
+	load := func(metrics string) (*Config, []string) {
+		t.Helper()
+		doc := "apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  kubernetesVersion: \"1.36\"\n  datacenterRef: {kind: DockerDatacenterConfig, name: c}\n  metrics:\n    scrapers: [{kind: Group, name: g}]\n" + metrics
+		f, err := Load("c.yaml", strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Default(f.Input(), Options{})
+		var errs []string
+		for _, e := range Validate(f.Input(), c, Options{}).Errors() {
+			errs = append(errs, e.String())
+		}
+		return c, errs
+	}
+	c, errs := load("    tls: {certificates: cert-manager}\n")
+	if len(errs) != 0 || !c.ServingCertificates || !c.CertManager {
+		t.Errorf("cert-manager: %v, serving %v, cert-manager %v", errs, c.ServingCertificates, c.CertManager)
+	}
+	c, errs = load("")
+	if len(errs) != 0 || !c.ServingCertificates || c.CertManager {
+		t.Errorf("the default: %v, serving %v, cert-manager %v", errs, c.ServingCertificates, c.CertManager)
+	}
+	_, errs = load("    tls: {certificates: cert-manager}\n    scrapeConfig: {stack: eks-anywhere}\n")
+	if len(errs) != 1 || !strings.Contains(errs[0], "spec.metrics.tls.certificates") || !strings.Contains(errs[0], "curated prometheus package") {
+		t.Errorf("cert-manager with the curated package: %v", errs)
+	}
+	_, errs = load("    tls: {certificates: vault}\n")
+	if len(errs) != 1 || !strings.Contains(errs[0], `"eksa-metrics", "cert-manager", "none"`) {
+		t.Errorf("an unknown issuer: %v", errs)
+	}
+}

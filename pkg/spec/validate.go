@@ -120,9 +120,10 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	if v := m.TLS.MinVersion; v != "" && v != metricsv1alpha1.TLS12 && v != metricsv1alpha1.TLS13 {
 		mErrs = append(mErrs, field.NotSupported(root.Child("tls", "minVersion"), v, []string{metricsv1alpha1.TLS12, metricsv1alpha1.TLS13}))
 	}
-	if v := m.TLS.Certificates; v != "" && v != metricsv1alpha1.CertificatesEKSAMetrics && v != metricsv1alpha1.CertificatesNone {
-		mErrs = append(mErrs, field.NotSupported(root.Child("tls", "certificates"), v, []string{metricsv1alpha1.CertificatesEKSAMetrics, metricsv1alpha1.CertificatesNone}))
-	} else if v == metricsv1alpha1.CertificatesEKSAMetrics && m.ScrapeConfig.Stack == metricsv1alpha1.StackEKSAnywhere {
+	issuers := []string{metricsv1alpha1.CertificatesEKSAMetrics, metricsv1alpha1.CertificatesCertManager, metricsv1alpha1.CertificatesNone}
+	if v := m.TLS.Certificates; v != "" && !slices.Contains(issuers, v) {
+		mErrs = append(mErrs, field.NotSupported(root.Child("tls", "certificates"), v, issuers))
+	} else if v != "" && v != metricsv1alpha1.CertificatesNone && m.ScrapeConfig.Stack == metricsv1alpha1.StackEKSAnywhere {
 		mErrs = append(mErrs, field.Invalid(root.Child("tls", "certificates"), v,
 			"the curated prometheus package would need the CA bundle mounted, which eksa-metrics cannot set through the Package; use none with scrapeConfig.stack: eks-anywhere"))
 	}

@@ -73,10 +73,14 @@ func checkServingCertificates(ctx context.Context, in *Input) Result {
 			due = append(due, fmt.Sprintf("%s: %s", s, s.Why))
 		}
 	}
+	fix := "run eksa-metrics apply: it makes and renews them (Prometheus refuses the proxies' targets without them)"
+	if in.Result.Config.CertManager {
+		fix = "run eksa-metrics apply: it renders the Certificates cert-manager issues and renews, and publishes the CA bundle (Prometheus refuses the proxies' targets without them); kubectl describe certificate says why cert-manager has not issued one"
+	}
 	switch {
 	case len(missing)+len(expiring) > 0:
 		return Result{Status: Fail, Message: fmt.Sprintf("%d serving certificates are missing or expire within 30 days", len(missing)+len(expiring)),
-			Details: append(missing, expiring...), Remediation: "run eksa-metrics apply: it makes and renews them (Prometheus refuses the proxies' targets without them)"}
+			Details: append(missing, expiring...), Remediation: fix}
 	case len(due) > 0:
 		return Result{Status: Warn, Message: fmt.Sprintf("%d serving certificates are due for renewal", len(due)), Details: due, Remediation: "run eksa-metrics apply"}
 	}

@@ -157,11 +157,11 @@ func check(ctx context.Context, t Target, opts Options) Result {
 		} else if t.ServingName != "" {
 			// What Prometheus checks: the name and eksa-metrics' CA.
 			if opts.ServingCA == nil {
-				fail("the CA of eksa-metrics' serving certificates (Secret %s/%s) could not be read, so this certificate cannot be verified; no token was sent", templates.SystemNS, templates.ServingCA)
+				fail("the CA of eksa-metrics' serving certificates (Secret %s in %s, or in %s with tls.certificates: cert-manager) could not be read, so this certificate cannot be verified; no token was sent", templates.ServingCA, templates.SystemNS, templates.CertManagerNS)
 				return r
 			}
 			if r.TLS != "eksa-metrics CA" {
-				fail("the certificate is not eksa-metrics' for %s (%s), so Prometheus refuses it: does Secret %s/%s exist (apply creates it), and has the proxy read it? No token was sent", t.ServingName, r.TLS, templates.SystemNS, templates.ServingSecret(t.Component))
+				fail("the certificate is not eksa-metrics' for %s (%s), so Prometheus refuses it: does Secret %s/%s exist (apply, or cert-manager, creates it), and has the proxy read it? No token was sent", t.ServingName, r.TLS, templates.SystemNS, templates.ServingSecret(t.Component))
 				return r
 			}
 			cfg.RootCAs, cfg.ServerName = opts.ServingCA, t.ServingName

@@ -68,8 +68,9 @@ func servingFiles(t *testing.T, cp *framework.ControlPlane, text string) string 
 	prefix := templates.ServingDir("")
 	for _, m := range regexp.MustCompile(regexp.QuoteMeta(prefix)+`([a-z0-9-]+)/`).FindAllStringSubmatch(text, -1) {
 		id := components.ID(m[1])
-		// The proxies' Secrets are in kube-system, a sidecar's in its controller's namespace.
-		list, err := cp.Client.CoreV1().Secrets("").List(context.Background(), metav1.ListOptions{LabelSelector: templates.CertificateLabel + "=serving"})
+		// The proxies' Secrets are in kube-system, a sidecar's in its
+		// controller's namespace; written by apply, or by cert-manager.
+		list, err := cp.Client.CoreV1().Secrets("").List(context.Background(), metav1.ListOptions{LabelSelector: templates.CertificateLabel + " in (serving,cert-manager)"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -208,16 +208,19 @@ type TLS struct {
 	// Certificates says who issues the serving certificates of the proxies
 	// eksa-metrics runs, so that Prometheus verifies them: eksa-metrics
 	// (apply keeps a CA of its own and renews the certificates; the
-	// default), or none (the proxies' own self-signed certificates, and
-	// scrapes that skip verification).
+	// default), cert-manager (eksa-metrics renders a CA and a Certificate
+	// per proxy for the cert-manager that runs in the cluster, which issues
+	// and renews them), or none (the proxies' own self-signed certificates,
+	// and scrapes that skip verification).
 	// +optional
-	// +kubebuilder:validation:Enum=eksa-metrics;none
+	// +kubebuilder:validation:Enum=eksa-metrics;cert-manager;none
 	Certificates string `json:"certificates,omitempty"`
 }
 
 // Issuers accepted in tls.certificates.
 const (
 	CertificatesEKSAMetrics = "eksa-metrics"
+	CertificatesCertManager = "cert-manager"
 	CertificatesNone        = "none"
 )
 
