@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,4 +176,38 @@ spec:
 	if string(r.ClusterYAML) != want {
 		t.Fatalf("got:\n%s", r.ClusterYAML)
 	}
+}
+
+// tls.certificates: cert-manager adds the ClusterIssuers and Certificates
+// (pinned) to what tls.certificates: eksa-metrics renders, and changes
+// nothing else: the proxies mount the same Secrets either way.
+func TestGoldenCertManager(t *testing.T) {
+	sp := filepath.Join(testutil.SharedFixtures(t), "specs", "docker.yaml")
+	base := fixtureWithMetrics(t, sp, "proxy")
+	own := renderBytes(t, "docker.yaml", append(slices.Clone(base), "  tls: {certificates: eksa-metrics}\n"...), spec.Options{})
+	cm := renderBytes(t, "docker.yaml", append(slices.Clone(base), "  tls: {certificates: cert-manager}\n"...), spec.Options{})
+	var added []string
+	rest, onlyAdded := *cm, *cm
+	rest.Objects, onlyAdded.Objects = nil, nil
+	for _, o := range cm.Objects {
+		if o.Kind() == "Certificate" || o.Kind() == "ClusterIssuer" {
+			added = append(added, o.String())
+			onlyAdded.Objects = append(onlyAdded.Objects, o)
+		} else {
+			rest.Objects = append(rest.Objects, o)
+		}
+	}
+	if len(added) == 0 {
+		t.Fatal("cert-manager renders no Certificate: the test checks nothing")
+	}
+	var ownYAML, restYAML, buf bytes.Buffer
+	for out, r := range map[*bytes.Buffer]*render.Result{&ownYAML: own, &restYAML: &rest, &buf: &onlyAdded} {
+		if err := output.WriteYAML(out, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ownYAML.String() != restYAML.String() {
+		t.Errorf("cert-manager changes more than it adds (%s)", strings.Join(added, ", "))
+	}
+	testutil.Golden(t, filepath.Join("testdata", "golden", "docker.cert-manager.yaml"), buf.Bytes())
 }
