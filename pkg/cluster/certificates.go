@@ -15,7 +15,6 @@ import (
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/certs"
-	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
@@ -103,7 +102,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 		steps = append(steps, caStep)
 	}
 	for _, sv := range served {
-		ns, name, dns := sv.namespace, sv.name, sv.dns
+		ns, name, dns := sv.Namespace, sv.Name, sv.DNSName
 		live, err := c.Core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		step := &CertificateStep{Kind: "Secret", Namespace: ns, Name: name, Action: Unchanged}
 		switch {
@@ -125,7 +124,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			}
 			step.Action, step.Why = Update, "renew the serving certificate for "+dns+": "+why
 			step.secret = live.DeepCopy()
-			if sv.haproxy {
+			if sv.HAProxy {
 				step.restarts = templates.ControlPlaneDS
 				step.Why += "; " + haproxyRestart
 			}
@@ -151,28 +150,22 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 	return append(steps, bundles...), err
 }
 
-// served are the Secrets of the serving certificates: one per proxy, one
-// per management sidecar whose controller is installed.
-func (c *Cluster) served(ctx context.Context, cfg *spec.Config) ([]serving, error) {
-	var out []serving
-	for _, comp := range templates.ServedCertificates(cfg) {
-		out = append(out, serving{templates.SystemNS, templates.ServingSecret(comp.ID), templates.ServingName(comp.ID), comp.Proxy == components.HAProxyPassThrough})
-	}
-	for _, m := range templates.ServedManagement(cfg) {
-		// A controller that is not installed gets no edit, so no certificate.
-		if _, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			continue
-		} else if err != nil {
-			return nil, fmt.Errorf("reading Deployment %s/%s in the %s: %w", m.Namespace, m.Deployment, c, err)
+// served are the Secrets of the serving certificates (templates.ServingSecrets)
+// without those of management controllers that are not installed: a
+// controller that is not installed gets no edit, so no certificate.
+func (c *Cluster) served(ctx context.Context, cfg *spec.Config) ([]templates.ServedSecret, error) {
+	var out []templates.ServedSecret
+	for _, sv := range templates.ServingSecrets(cfg) {
+		if sv.Deployment != "" {
+			if _, err := c.Core.AppsV1().Deployments(sv.Namespace).Get(ctx, sv.Deployment, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("reading Deployment %s/%s in the %s: %w", sv.Namespace, sv.Deployment, c, err)
+			}
 		}
-		out = append(out, serving{m.Namespace, templates.ServingSecret(components.ID(m.Deployment)), templates.ManagementServingName(m), false})
+		out = append(out, sv)
 	}
 	return out, nil
-}
-
-type serving struct {
-	namespace, name, dns string
-	haproxy              bool
 }
 
 const haproxyRestart = "HAProxy reads it at start, so its pods restart one node at a time"
@@ -217,7 +210,7 @@ func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []by
 // and restarts HAProxy when its certificate changed. A Secret of those names
 // that neither cert-manager issued for eksa-metrics' Certificate nor apply
 // wrote is an error: cert-manager would overwrite it.
-func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []serving) ([]*CertificateStep, error) {
+func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []templates.ServedSecret) ([]*CertificateStep, error) {
 	var caCert []byte
 	live, err := c.Core.CoreV1().Secrets(templates.CertManagerNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
 	switch {
@@ -233,38 +226,45 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []ser
 		caCert = live.Data[corev1.TLSCertKey]
 	}
 
+	// The annotations HAProxy's pod template records (read once; nil while
+	// the DaemonSet does not exist: its pods will read the certificate
+	// there is).
+	var restarted map[string]string
+	haproxyDS := false
+	if slices.ContainsFunc(served, func(sv templates.ServedSecret) bool { return sv.HAProxy }) {
+		ds, err := c.Core.AppsV1().DaemonSets(templates.SystemNS).Get(ctx, templates.ControlPlaneDS, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("reading DaemonSet %s/%s in the %s: %w", templates.SystemNS, templates.ControlPlaneDS, c, err)
+		default:
+			restarted, haproxyDS = ds.Spec.Template.Annotations, true
+		}
+	}
+
 	var steps []*CertificateStep
 	for _, sv := range served {
-		step := &CertificateStep{Kind: "Secret", Namespace: sv.namespace, Name: sv.name, Action: Unchanged}
-		issued := "cert-manager issues the serving certificate for " + sv.dns + " (Certificate " + sv.namespace + "/" + sv.name + ")"
-		live, err := c.Core.CoreV1().Secrets(sv.namespace).Get(ctx, sv.name, metav1.GetOptions{})
+		step := &CertificateStep{Kind: "Secret", Namespace: sv.Namespace, Name: sv.Name, Action: Unchanged}
+		issued := "cert-manager issues the serving certificate for " + sv.DNSName + " (Certificate " + sv.Namespace + "/" + sv.Name + ")"
+		live, err := c.Core.CoreV1().Secrets(sv.Namespace).Get(ctx, sv.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			step.Action, step.Why, step.Pending = Create, issued, true
 		case err != nil:
-			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", sv.namespace, sv.name, c, err)
+			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", sv.Namespace, sv.Name, c, err)
 		case ours(live, "serving"):
 			// apply's own, from tls.certificates: eksa-metrics.
 			step.Action, step.Why, step.Pending = Update, issued+", in place of the one apply issued", true
-		case !issuedFor(live, sv.name, templates.CAIssuer):
-			return nil, notIssued(sv.namespace, sv.name, c)
+		case !issuedFor(live, sv.Name, templates.CAIssuer):
+			return nil, notIssued(sv.Namespace, sv.Name, c)
 		default:
 			leaf, err := certutil.ParseCertsPEM(live.Data[corev1.TLSCertKey])
 			if err != nil {
-				return nil, fmt.Errorf("reading the certificate cert-manager issued in Secret %s/%s in the %s: %w", sv.namespace, sv.name, c, err)
+				return nil, fmt.Errorf("reading the certificate cert-manager issued in Secret %s/%s in the %s: %w", sv.Namespace, sv.Name, c, err)
 			}
 			step.Expires, step.RenewAt = leaf[0].NotAfter, certs.RenewAt(leaf[0])
-			if !sv.haproxy {
-				break
-			}
-			serial := leaf[0].SerialNumber.Text(16)
-			ds, err := c.Core.AppsV1().DaemonSets(templates.SystemNS).Get(ctx, templates.ControlPlaneDS, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err): // its pods will read the certificate there is
-			case err != nil:
-				return nil, fmt.Errorf("reading DaemonSet %s/%s in the %s: %w", templates.SystemNS, templates.ControlPlaneDS, c, err)
-			case ds.Spec.Template.Annotations[restartAnnotation(sv.name)] != serial:
-				step.Action, step.Why = Update, "cert-manager issued a new certificate for "+sv.dns+"; "+haproxyRestart
+			if serial := leaf[0].SerialNumber.Text(16); sv.HAProxy && haproxyDS && restarted[restartAnnotation(sv.Name)] != serial {
+				step.Action, step.Why = Update, "cert-manager issued a new certificate for "+sv.DNSName+"; "+haproxyRestart
 				step.restarts, step.serial = templates.ControlPlaneDS, serial
 			}
 		}

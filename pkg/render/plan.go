@@ -46,18 +46,14 @@ func (r *Result) PlanMarkdown() string {
 	for _, e := range r.DeploymentEdits {
 		fmt.Fprintf(&b, "- %s (management cluster, %s): %s\n", e.Name(), e.Component.Version, describeEdit(e))
 	}
-	if served := templates.ServedCertificates(c); len(served) > 0 && c.CertManager {
-		var names []string
-		for _, comp := range served {
-			names = append(names, templates.SystemNS+"/"+templates.ServingSecret(comp.ID))
-		}
+	var names []string
+	for _, comp := range templates.ServedCertificates(c) {
+		names = append(names, templates.SystemNS+"/"+templates.ServingSecret(comp.ID))
+	}
+	if len(names) > 0 && c.CertManager {
 		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: cert-manager`): the cert-manager running in the cluster issues the CA (Secret %s/%s, from ClusterIssuer %s) and Secrets %s (from ClusterIssuer %s), from the ClusterIssuers and Certificates rendered here, and renews them. `eksa-metrics apply` waits for them and publishes the CA bundle ConfigMap %s where the scrapers read it: with `kubectl apply -k` or Flux, run `eksa-metrics apply` once afterwards for the bundle.\n",
 			templates.CertManagerNS, templates.ServingCA, templates.SelfSignedIssuer, strings.Join(names, ", "), templates.CAIssuer, templates.ServingCA)
-	} else if len(served) > 0 {
-		var names []string
-		for _, comp := range served {
-			names = append(names, templates.SystemNS+"/"+templates.ServingSecret(comp.ID))
-		}
+	} else if len(names) > 0 {
 		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: eksa-metrics`): `eksa-metrics apply` makes Secret %s/%s (the CA), Secrets %s and the CA bundle ConfigMap %s where the scrapers read it, before the objects. They are never rendered (no private key in any file): with `kubectl apply -k` or Flux, run `eksa-metrics apply` once first, or the proxy pods wait for their Secrets.\n",
 			templates.SystemNS, templates.ServingCA, strings.Join(names, ", "), templates.ServingCA)
 	}

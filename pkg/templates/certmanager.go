@@ -1,7 +1,6 @@
 package templates
 
 import (
-	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -45,14 +44,7 @@ func CertManagerObjects(c *spec.Config) []Object {
 	if !c.CertManager {
 		return nil
 	}
-	type served struct{ namespace, name, dns string }
-	var all []served
-	for _, comp := range ServedCertificates(c) {
-		all = append(all, served{SystemNS, ServingSecret(comp.ID), ServingName(comp.ID)})
-	}
-	for _, m := range ServedManagement(c) {
-		all = append(all, served{m.Namespace, ServingSecret(components.ID(m.Deployment)), ManagementServingName(m)})
-	}
+	all := ServingSecrets(c)
 	if len(all) == 0 {
 		return nil
 	}
@@ -69,9 +61,9 @@ func CertManagerObjects(c *spec.Config) []Object {
 		certManagerObject("ClusterIssuer", "", CAIssuer, Object{"ca": Object{"secretName": ServingCA}}),
 	}
 	for _, s := range all {
-		out = append(out, certManagerObject("Certificate", s.namespace, s.name, Object{
-			"secretName":  s.name,
-			"dnsNames":    []any{s.dns},
+		out = append(out, certManagerObject("Certificate", s.Namespace, s.Name, Object{
+			"secretName":  s.Name,
+			"dnsNames":    []any{s.DNSName},
 			"duration":    servingDuration,
 			"renewBefore": servingRenewBefore,
 			"usages":      []any{"digital signature", "server auth"},

@@ -193,6 +193,31 @@ func SidecarServesCertificate(c *spec.Config, m components.Resolved) bool {
 	return c.ServingCertificates && m.Method == components.Sidecar
 }
 
+// ServedSecret is one serving certificate's Secret: where it is, the one
+// DNS name it names, and who reads it.
+type ServedSecret struct {
+	Namespace, Name, DNSName string
+	// HAProxy reads it, only when it starts.
+	HAProxy bool
+	// Deployment is the management controller whose sidecar serves it
+	// ("" for a proxy of the workload cluster).
+	Deployment string
+}
+
+// ServingSecrets are the Secrets of every serving certificate eksa-metrics'
+// CA (or cert-manager) issues: one per proxy (ServedCertificates), one per
+// management sidecar (ServedManagement).
+func ServingSecrets(c *spec.Config) []ServedSecret {
+	var out []ServedSecret
+	for _, comp := range ServedCertificates(c) {
+		out = append(out, ServedSecret{Namespace: SystemNS, Name: ServingSecret(comp.ID), DNSName: ServingName(comp.ID), HAProxy: comp.Proxy == components.HAProxyPassThrough})
+	}
+	for _, m := range ServedManagement(c) {
+		out = append(out, ServedSecret{Namespace: m.Namespace, Name: ServingSecret(components.ID(m.Deployment)), DNSName: ManagementServingName(m), Deployment: m.Deployment})
+	}
+	return out
+}
+
 // ManagementServingName is the DNS name in a management sidecar's
 // certificate: its metrics Service's name.
 func ManagementServingName(m components.Resolved) string {
