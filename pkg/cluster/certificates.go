@@ -110,6 +110,11 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			step.Action, step.Why = Create, "serving certificate for "+dns
 		case err != nil:
 			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", ns, name, c, err)
+		case issuedFor(live, name, templates.CAIssuer):
+			// Left by tls.certificates: cert-manager, whose Certificate
+			// would issue it again over apply's.
+			return nil, fmt.Errorf("Secret %s/%s in the %s was issued by cert-manager from eksa-metrics' Certificate (tls.certificates: cert-manager), so apply does not overwrite it: to move to eksa-metrics, apply with tls.certificates: none first (it removes the Certificates and the proxies stop mounting the Secrets), then kubectl delete secret -A -l %s=cert-manager, then apply again",
+				ns, name, c, templates.CertificateLabel)
 		case !ours(live, "serving"):
 			return nil, foreign("Secret", ns, name, c)
 		default:

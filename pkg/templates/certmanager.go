@@ -26,7 +26,8 @@ const (
 	// CAIssuer issues the proxies' serving certificates from ServingCA.
 	CAIssuer = Prefix + "-ca"
 	// CertManagerCertificateAnnotation is the annotation cert-manager sets
-	// on a Secret it issued, naming its Certificate.
+	// on a Secret it issued, naming its Certificate (with issuer-name and
+	// issuer-kind: cert-manager v1.20.2 pkg/apis/certmanager/v1/types.go:87-96).
 	CertManagerCertificateAnnotation = "cert-manager.io/certificate-name"
 
 	// caDuration matches the CA apply makes (client-go's self-signed CA:

@@ -142,6 +142,14 @@ func TestApplyWithCertManager(t *testing.T) {
 		t.Fatalf("apply once more: exit %d, %d writes\n%s", code, reqs.writes, stderr)
 	}
 
+	// Straight to tls.certificates: eksa-metrics: refused, with no write,
+	// because cert-manager's Certificates would issue over apply's Secrets;
+	// the way the message gives works.
+	own := writeSpecVersion(t, "docker", "  scrapers: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}]\n  exposure: proxy\n  tls: {certificates: eksa-metrics}\n", "1.36", "v0.26.1")
+	if code, stderr, reqs := apply(t, 0, "-f", own, "--kubeconfig", kubeconfig); code == 0 || reqs.writes != 0 || !strings.Contains(stderr, "apply with tls.certificates: none first") {
+		t.Fatalf("from cert-manager straight to eksa-metrics: exit %d, %d writes\n%s", code, reqs.writes, stderr)
+	}
+
 	// tls.certificates: none: the Certificates and issuers are pruned;
 	// cert-manager's Secrets are not eksa-metrics' to delete.
 	none := writeSpecVersion(t, "docker", "  scrapers: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}]\n  exposure: proxy\n  tls: {certificates: none}\n", "1.36", "v0.26.1")
@@ -154,6 +162,17 @@ func TestApplyWithCertManager(t *testing.T) {
 	}
 	if _, err := secrets.Get(ctx, etcdSecret, metav1.GetOptions{}); err != nil {
 		t.Errorf("cert-manager's Secret: %v", err)
+	}
+	// The Secrets deleted by their label (what the message says), apply
+	// issues its own.
+	if err := secrets.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: templates.CertificateLabel + "=cert-manager"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr, _ := apply(t, 0, "-f", own, "--kubeconfig", kubeconfig); code != 0 {
+		t.Fatalf("apply with eksa-metrics after none: exit %d\n%s", code, stderr)
+	}
+	if s, err := secrets.Get(ctx, etcdSecret, metav1.GetOptions{}); err != nil || s.Labels[templates.CertificateLabel] != "serving" {
+		t.Errorf("apply's own etcd Secret: %v %v", err, s.Labels)
 	}
 }
 
