@@ -326,19 +326,14 @@ func scrapeAndCheck(t *testing.T, c *framework.Cluster, node *framework.Node, po
 		if job == "kubelet" {
 			sel += `,metrics_path="/metrics"`
 		}
-		expr := fmt.Sprintf("absent(up{%s} == 1)", sel)
-		var res []map[string]string
-		framework.WaitFor(t, expr+" to be empty", 30*time.Second, func() (bool, error) {
-			res = p.Query(t, expr)
-			return len(res) == 0, fmt.Errorf("%v", res)
-		})
+		res := p.WaitQuery(t, name+": the absent alert quiet", 30*time.Second, fmt.Sprintf("absent(up{%s} == 1)", sel),
+			func(res []map[string]string) bool { return len(res) == 0 })
 		run.absentAlertsSet += len(res)
 	}
 	// The series carry the job label too (a relabeling could differ from the target's).
 	for _, job := range run.jobs {
-		if len(p.Query(t, fmt.Sprintf(`count by (job) ({job=%q})`, job))) == 0 {
-			t.Errorf("%s: no series with job=%q", name, job)
-		}
+		p.WaitQuery(t, fmt.Sprintf("%s: series with job=%q", name, job), 30*time.Second, fmt.Sprintf(`count by (job) ({job=%q})`, job),
+			func(res []map[string]string) bool { return len(res) > 0 })
 	}
 	return run
 }
@@ -540,9 +535,10 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		}
 		return nil
 	})
-	if res := p.Query(t, `absent(up{job="kube-scheduler"} == 1)`); len(res) == 0 {
-		t.Error("KubeSchedulerDown's expression stays quiet although the scheduler is not scraped")
-	}
+	// The series go stale on the scrape after the targets disappear, and the
+	// query sees that only then: poll, never ask once.
+	p.WaitQuery(t, "KubeSchedulerDown's expression to fire once the scheduler is not scraped", 60*time.Second,
+		`absent(up{job="kube-scheduler"} == 1)`, func(res []map[string]string) bool { return len(res) > 0 })
 	apply(t, c.ControlPlane, r)
 	if r.Config.ServingCertificates && len(proxies) > 0 {
 		wrongCA(t, c, p, r, proxies)

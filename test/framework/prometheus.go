@@ -232,6 +232,19 @@ func (p *Prometheus) Query(t testing.TB, expr string) []map[string]string {
 	return out
 }
 
+// WaitQuery runs an instant query until cond holds for its result (Prometheus
+// state is eventually consistent: staleness markers, rule evaluation and
+// scrapes land on their own schedule), and returns the last result.
+func (p *Prometheus) WaitQuery(t testing.TB, what string, timeout time.Duration, expr string, cond func([]map[string]string) bool) []map[string]string {
+	t.Helper()
+	var res []map[string]string
+	WaitFor(t, what+" ("+expr+")", timeout, func() (bool, error) {
+		res = p.Query(t, expr)
+		return cond(res), fmt.Errorf("result %v", res)
+	})
+	return res
+}
+
 func (p *Prometheus) get(t testing.TB, path string, into any) {
 	t.Helper()
 	resp, err := http.Get(p.URL + path)
