@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/eksa-metrics/eksa-metrics/internal/cli.Version=$(VERSION)
-UNIT_PKGS = ./cmd/... ./internal/... ./pkg/...
+UNIT_PKGS = ./cmd/... ./config/... ./internal/... ./pkg/...
 # The packages with golden files (their tests named *Golden*; testutil.Golden's -update flag).
 GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates ./pkg/components
 # controller-gen, pinned and cached like the test bed (hack/build-controller-gen.sh).

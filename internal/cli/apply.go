@@ -18,6 +18,7 @@ import (
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
+	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -153,6 +154,9 @@ type ClusterFlags struct {
 	Kubeconfig         string
 	Context            string
 	WorkloadKubeconfig string
+	// InsecureKubeconfigSecrets trusts the workload kubeconfig read from the
+	// management cluster's Secret like one of the operator's files.
+	InsecureKubeconfigSecrets bool
 	// WrapTransport wraps every request to both clusters (tests).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
@@ -161,7 +165,12 @@ func (c *ClusterFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, else ~/.kube/config)")
 	fl.StringVar(&c.Context, "context", "", "context in --kubeconfig (default: its current context)")
 	fl.StringVar(&c.WorkloadKubeconfig, "workload-kubeconfig", "", "kubeconfig of the workload cluster (default: read from the management cluster)")
+	fl.BoolVar(&c.InsecureKubeconfigSecrets, "insecure-kubeconfig-secrets", false, secretsFlagHelp)
 }
+
+// secretsFlagHelp is the help of --insecure-kubeconfig-secrets, on apply,
+// verify, validate and controller run.
+const secretsFlagHelp = "trust workload kubeconfigs read from Secrets eksa-system/<cluster>-kubeconfig like your own: allow their exec and auth-provider plugins, tokenFile and local file paths (off by default: whoever can write those Secrets could run commands here or take this machine's credentials)"
 
 // source is where the engine finds the clusters; requests are logged from
 // -v 6 on.
@@ -170,7 +179,8 @@ func (c *ClusterFlags) source(f *Factory) engine.ClusterSource {
 	if f.Verbosity >= 6 {
 		wrap = chainWrap(wrap, f.requestLogger())
 	}
-	return engine.ClusterSource{Kubeconfig: c.Kubeconfig, Context: c.Context, WorkloadKubeconfig: c.WorkloadKubeconfig, WrapTransport: wrap}
+	return engine.ClusterSource{Kubeconfig: c.Kubeconfig, Context: c.Context, WorkloadKubeconfig: c.WorkloadKubeconfig,
+		TrustKubeconfigSecrets: c.InsecureKubeconfigSecrets, WrapTransport: wrap}
 }
 
 // allowRollout is the rollout gate of the command line: the flag, or a yes
@@ -193,20 +203,23 @@ func (o *ApplyOptions) allowRollout(name string) func([]*cluster.Step) (bool, er
 	}
 }
 
+// printPlan prints the plan. Names are escaped (safetext.Escape) and diff
+// lines are printable JSON (safetext.JSON): a value that anyone who may
+// write a live object put there cannot start a line or reorder the text.
 func printPlan(w io.Writer, name string, steps []*cluster.Step, showDiff bool) {
 	counts := map[cluster.Action]int{}
 	fmt.Fprintf(w, "Plan for cluster %q:\n", name)
 	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Edit: "~", cluster.Unchanged: "=", cluster.Skip: "·", cluster.Prune: "-"}
 	for _, s := range steps {
 		counts[s.Action]++
-		line := fmt.Sprintf("  %s %s %s (%s)", marks[s.Action], s.Action, s.Name(), s.Cluster)
+		line := fmt.Sprintf("  %s %s %s (%s)", marks[s.Action], s.Action, safetext.Escape(s.Name()), s.Cluster)
 		if s.Rollout != "" {
 			line += ": " + s.Rollout
 		}
 		fmt.Fprintln(w, line)
 		if showDiff && s.Action != cluster.Unchanged && s.Action != cluster.Create && s.Action != cluster.Skip {
 			for _, d := range s.Diff {
-				fmt.Fprintf(w, "      %s\n", d)
+				fmt.Fprintf(w, "      %s\n", d) // printable: cluster.Step.Diff
 			}
 		}
 	}
@@ -226,9 +239,9 @@ func printCertificates(w io.Writer, steps []*cluster.CertificateStep, issuer str
 		if s.Pending {
 			action = "await"
 		}
-		line := fmt.Sprintf("  %s %s %s", marks[s.Action], action, s)
+		line := fmt.Sprintf("  %s %s %s", marks[s.Action], action, safetext.Escape(s.String()))
 		if s.Why != "" {
-			line += ": " + s.Why
+			line += ": " + safetext.Escape(s.Why)
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -255,8 +268,10 @@ func (v singleValue) Set(s string) error {
 
 func (v singleValue) Type() string { return "string" }
 
-// describe puts an event in words for a person.
+// describe puts an event in words for a person; the object and the message
+// (a status may quote a live condition) are escaped (safetext.Escape).
 func describe(e cluster.Event) string {
+	e.Object, e.Message = safetext.Escape(e.Object), safetext.Escape(e.Message)
 	switch e.Action {
 	case "waiting":
 		return fmt.Sprintf("waiting for %s: %s", e.Object, e.Message)

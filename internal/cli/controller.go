@@ -6,13 +6,17 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,6 +35,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/controller"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // NewCmdController is `eksa-metrics controller`: run the controller, or
@@ -54,6 +59,18 @@ type ControllerOptions struct {
 	LeaderNamespace string
 	Concurrency     int
 	Workers         int
+	// The policy (controller.Policy): the management cluster it runs in
+	// (namespace/name), the namespaces whose MetricsConfigs are an
+	// administrator's, the proxy images.
+	ManagementCluster    string
+	PrivilegedNamespaces []string
+	KubeRBACProxyImage   string
+	HAProxyImage         string
+	ImagesFromBundles    bool
+	MonitoringNamespaces []string
+	// InsecureKubeconfigSecrets trusts the workload kubeconfig Secrets like
+	// the operator's own kubeconfigs.
+	InsecureKubeconfigSecrets bool
 	// WrapTransport wraps every request to the management cluster (tests
 	// count them).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -86,7 +103,52 @@ selected Cluster what eksa-metrics apply would. In a pod it uses its ServiceAcco
 	fl.StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's)")
 	fl.IntVar(&o.Concurrency, "cluster-concurrency", 8, "Clusters of one MetricsConfig applied at once")
 	fl.IntVar(&o.Workers, "workers", 2, "MetricsConfigs reconciled at once")
+	fl.BoolVar(&o.InsecureKubeconfigSecrets, "insecure-kubeconfig-secrets", false, secretsFlagHelp)
+	policyFlags(fl, o)
 	return cmd
+}
+
+// policyFlags are the flags of the controller's policy, which
+// `controller manifests` passes on to `controller run`.
+func policyFlags(fl *pflag.FlagSet, o *ControllerOptions) {
+	fl.StringVar(&o.ManagementCluster, "management-cluster", "", "the EKS Anywhere Cluster (namespace/name) of the management cluster the controller runs in: only that Cluster is reached with the controller's own identity and has its management controllers edited; empty: no Cluster is")
+	fl.StringSliceVar(&o.PrivilegedNamespaces, "privileged-namespace", nil, "a namespace whose MetricsConfigs may use every field (the management cluster, bindAddress, allowInsecure, rollouts, z-pages, User and Group scrapers), besides the management Cluster's; repeatable. Elsewhere a MetricsConfig gets metrics of its own namespace's Clusters only")
+	fl.StringVar(&o.KubeRBACProxyImage, "kube-rbac-proxy-image", "", "the kube-rbac-proxy image of every Cluster (pin a digest); a MetricsConfig cannot choose it (default: from the Bundles with --images-from-bundles, else "+spec.DefaultKubeRBACProxyImage+")")
+	fl.StringVar(&o.HAProxyImage, "haproxy-image", "", "the HAProxy image of every Cluster (pin a digest); a MetricsConfig cannot choose it (default: from the Bundles with --images-from-bundles, else "+spec.DefaultHAProxyImage+")")
+	fl.StringSliceVar(&o.MonitoringNamespaces, "monitoring-namespace", []string{"monitoring"}, "namespaces of the management cluster where the controller may write scrape configuration (a management Cluster's scrapeConfig.namespace must be one); repeatable")
+	fl.BoolVar(&o.ImagesFromBundles, "images-from-bundles", false, "take the proxy images, pinned by digest, from the EKS Anywhere Bundles each Cluster runs (its EKSARelease, or spec.bundlesRef)")
+}
+
+// policy checks the policy flags and returns the controller's policy.
+func (o *ControllerOptions) policy() (controller.Policy, error) {
+	for _, ns := range o.MonitoringNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return controller.Policy{}, usageErrorf("--monitoring-namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	p := controller.Policy{PrivilegedNamespaces: o.PrivilegedNamespaces, ImagesFromBundles: o.ImagesFromBundles, MonitoringNamespaces: o.MonitoringNamespaces,
+		Images: metricsv1alpha1.Images{KubeRBACProxy: o.KubeRBACProxyImage, HAProxy: o.HAProxyImage}}
+	if o.ManagementCluster != "" {
+		ns, name, ok := strings.Cut(o.ManagementCluster, "/")
+		if !ok || ns == "" || name == "" || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return p, usageErrorf("--management-cluster %q is not namespace/name of an EKS Anywhere Cluster (for example default/mgmt)", o.ManagementCluster)
+		}
+		p.ManagementCluster = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	for _, ns := range o.PrivilegedNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return p, usageErrorf("--privileged-namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	for flag, img := range map[string]string{"--kube-rbac-proxy-image": o.KubeRBACProxyImage, "--haproxy-image": o.HAProxyImage} {
+		if img == "" {
+			continue
+		}
+		if problem, _ := spec.ImageProblems(img); problem != "" {
+			return p, usageErrorf("%s %q %s", flag, img, problem)
+		}
+	}
+	return p, nil
 }
 
 // Scheme holds the types the controller reads and writes.
@@ -99,6 +161,10 @@ func Scheme() *runtime.Scheme {
 
 // Run runs the controller until ctx ends.
 func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
+	policy, err := o.policy()
+	if err != nil {
+		return err
+	}
 	cfg, err := restConfig(o.Kubeconfig)
 	if err != nil {
 		return err
@@ -135,8 +201,12 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if err != nil {
 		return err
 	}
+	// Where its Roles are: what it may not list cluster-wide, it lists
+	// there.
+	mgmt.Namespaced = config.Listable(config.Options{Namespace: o.namespace(), MonitoringNamespaces: o.MonitoringNamespaces})
+	policy.Namespaces = config.Namespaces(config.Options{Namespace: o.namespace(), MonitoringNamespaces: o.MonitoringNamespaces})
 	r := &controller.Reconciler{Client: mgr.GetClient(), Management: mgmt, Concurrency: o.Concurrency,
-		Recorder: mgr.GetEventRecorder("eksa-metrics-controller")}
+		Recorder: mgr.GetEventRecorder("eksa-metrics-controller"), TrustKubeconfigSecrets: o.InsecureKubeconfigSecrets, Policy: policy}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -165,14 +235,39 @@ func ctrlConfig(workers int) ctrlconfig.Controller {
 
 func newCmdControllerManifests(f *Factory) *cobra.Command {
 	var image, namespace string
+	o := &ControllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests",
-		Short: "Print the controller's installation: CRD, namespace, RBAC and Deployment",
-		Long: `Builds the kustomize base in config/ (embedded) with the image and namespace given, and prints
-it as YAML for kubectl apply --server-side -f -, a Flux Kustomization, or a package.`,
+		Short: "Print the controller's installation: CRD, namespace, RBAC, admission policy and Deployment",
+		Long: `Builds the kustomize base in config/ (embedded) with the image and namespace given, adds the
+controller's RBAC (a ClusterRole and namespaced Roles, built from the component catalogs) and the
+ValidatingAdmissionPolicy that holds its writes to what it renders (Kubernetes 1.30 and later), and
+prints it as YAML for kubectl apply --server-side -f -, a Flux Kustomization, or a package. The
+policy flags are passed on to the controller's arguments.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := config.Build(image, namespace)
+			if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
+				return usageErrorf("--namespace %q is not a namespace name: %s", namespace, strings.Join(errs, "; "))
+			}
+			if problem, _ := spec.ImageProblems(image); problem != "" {
+				return usageErrorf("--image %q %s", image, problem)
+			}
+			if _, err := o.policy(); err != nil {
+				return err
+			}
+			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces}
+			cmd.Flags().Visit(func(fl *pflag.Flag) {
+				if policyFlag[fl.Name] {
+					if sv, ok := fl.Value.(pflag.SliceValue); ok {
+						for _, v := range sv.GetSlice() {
+							opts.Args = append(opts.Args, "--"+fl.Name+"="+v)
+						}
+					} else {
+						opts.Args = append(opts.Args, "--"+fl.Name+"="+fl.Value.String())
+					}
+				}
+			})
+			out, err := config.BuildWith(opts)
 			if err != nil {
 				return err
 			}
@@ -182,5 +277,22 @@ it as YAML for kubectl apply --server-side -f -, a Flux Kustomization, or a pack
 	}
 	cmd.Flags().StringVar(&image, "image", config.DefaultImage, "the controller's image")
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
+	policyFlags(cmd.Flags(), o)
 	return cmd
+}
+
+// policyFlag names the flags of `controller manifests` that are the
+// controller's own.
+var policyFlag = map[string]bool{"management-cluster": true, "monitoring-namespace": true, "privileged-namespace": true, "kube-rbac-proxy-image": true, "haproxy-image": true, "images-from-bundles": true}
+
+// namespace is the controller's own namespace: the Lease's when given, else
+// the pod's, else the default.
+func (o *ControllerOptions) namespace() string {
+	if o.LeaderNamespace != "" {
+		return o.LeaderNamespace
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return config.DefaultNamespace
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -15,7 +16,7 @@ const (
 	ExitOK      = 0
 	ExitRuntime = 1 // a cluster was unreachable, an apply failed, a file could not be written
 	ExitUsage   = 2 // bad flags or arguments
-	ExitInvalid = 3 // invalid input, or failed validation
+	ExitInvalid = 3 // invalid input (a refused workload kubeconfig Secret too), or failed validation
 )
 
 // usageError is a bad flag or argument.
@@ -35,6 +36,7 @@ func ExitCode(err error) int {
 	var failed *verifyFailedError
 	var vfailed *validateFailedError
 	var fleet *fleetError
+	var refused *cluster.KubeconfigRefusedError
 	switch {
 	case errors.As(err, &fleet):
 		if fleet.invalid {
@@ -45,7 +47,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &usage):
 		return ExitUsage
-	case errors.As(err, &invalid), errors.As(err, &failed), errors.As(err, &vfailed):
+	case errors.As(err, &invalid), errors.As(err, &failed), errors.As(err, &vfailed), errors.As(err, &refused):
 		return ExitInvalid
 	}
 	return ExitRuntime

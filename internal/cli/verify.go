@@ -49,7 +49,8 @@ scrape as the scraper (a short-lived TokenRequest token, never stored), and
 check that an identity with no RBAC binding and a request without credentials
 are refused. Where z-pages are on, read /statusz for version and uptime.
 One row per target on stdout; exit 0 only when every target passes.
-Temporary ServiceAccounts verify creates are deleted, also on Ctrl-C.`,
+Temporary ServiceAccounts verify creates are deleted, also on Ctrl-C; those a
+killed run left are deleted by the next run after 15 minutes.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(); err != nil {
@@ -108,6 +109,9 @@ func (o *VerifyOptions) Run(ctx context.Context) error {
 	results, err := engine.Verify(ctx, cl, r, engine.VerifyOptions{Concurrency: o.Concurrency, Timeout: o.Timeout,
 		Cleanup: func(err error) {
 			fmt.Fprintf(o.f.IOStreams.ErrOut, "Warning: cleaning up verify's temporary objects: %v\n", err)
+		},
+		Leftover: func(object string) {
+			fmt.Fprintf(o.f.IOStreams.ErrOut, "Deleted %s, left by a verify run that did not finish.\n", object)
 		},
 		NotInstalled: func(id string) {
 			fmt.Fprintf(o.f.IOStreams.ErrOut, "Deployment %s is not installed: nothing to verify there.\n", id)

@@ -17,6 +17,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
@@ -303,11 +304,12 @@ func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) err
 		ce := &ConflictError{Object: s.Name(), Cluster: c.String()}
 		if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {
 			for _, cause := range st.Status().Details.Causes {
-				ce.Details = append(ce.Details, cause.Message)
+				// It names the other field manager, which any writer chooses.
+				ce.Details = append(ce.Details, safetext.Escape(cause.Message))
 			}
 		}
 		if len(ce.Details) == 0 {
-			ce.Details = []string{err.Error()}
+			ce.Details = []string{safetext.Escape(err.Error())}
 		}
 		return ce
 	}

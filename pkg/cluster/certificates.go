@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,7 +111,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			step.Action, step.Why = Create, "serving certificate for "+dns
 		case err != nil:
 			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", ns, name, c, err)
-		case issuedFor(live, name, templates.CAIssuer):
+		case issuedByCertManager(live, name):
 			// Left by tls.certificates: cert-manager, whose Certificate
 			// would issue it again over apply's.
 			return nil, fmt.Errorf("Secret %s/%s in the %s was issued by cert-manager from eksa-metrics' Certificate (tls.certificates: cert-manager), so apply does not overwrite it: to move to eksa-metrics, apply with tls.certificates: none first (it removes the Certificates and the proxies stop mounting the Secrets), then kubectl delete secret -A -l %s=cert-manager, then apply again",
@@ -151,7 +152,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 		steps = append(steps, step)
 	}
 
-	bundles, err := c.planBundles(ctx, cfg, ca.Cert)
+	bundles, err := c.planBundles(ctx, cfg, ca.Cert, "")
 	return append(steps, bundles...), err
 }
 
@@ -175,10 +176,11 @@ func (c *Cluster) served(ctx context.Context, cfg *spec.Config) ([]templates.Ser
 
 const haproxyRestart = "HAProxy reads it at start, so its pods restart one node at a time"
 
-// planBundles: the CA bundle (caCert) in every namespace a scraper reads it
-// from; pending, with nothing to write, while caCert is nil (cert-manager
-// has not issued the CA yet).
-func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []byte) ([]*CertificateStep, error) {
+// planBundles: the CA bundle (caCert: one CA, or with cert-manager every
+// namespace's) in every namespace a scraper reads it from; pending, with
+// nothing to write, while caCert is nil (cert-manager has not issued every
+// CA yet: awaiting says which).
+func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []byte, awaiting string) ([]*CertificateStep, error) {
 	var steps []*CertificateStep
 	for _, ns := range bundleNamespaces(cfg) {
 		step := &CertificateStep{Kind: "ConfigMap", Namespace: ns, Name: templates.ServingCA, Action: Unchanged}
@@ -200,7 +202,7 @@ func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []by
 		}
 		if caCert == nil {
 			step.Pending, step.configMap = true, nil
-			step.Why += ", once cert-manager has issued the CA (Certificate " + templates.CertManagerNS + "/" + templates.ServingCA + ")"
+			step.Why += ", once cert-manager has issued " + awaiting
 		} else {
 			step.configMap.Data = map[string]string{templates.CABundleKey: string(caCert)}
 		}
@@ -210,25 +212,43 @@ func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []by
 }
 
 // planIssued plans tls.certificates: cert-manager. cert-manager issues and
-// renews the CA and the serving certificates from the Certificates
-// eksa-metrics renders; apply publishes the CA bundle from the CA's Secret
-// and restarts HAProxy when its certificate changed. A Secret of those names
-// that neither cert-manager issued for eksa-metrics' Certificate nor apply
-// wrote is an error: cert-manager would overwrite it.
+// renews each namespace's CA and the serving certificates from the Issuers
+// and Certificates eksa-metrics renders; apply publishes the CA bundle (the
+// CAs of every namespace that serves a certificate, concatenated in the
+// order of their namespaces) from the CAs' Secrets and restarts HAProxy when
+// its certificate changed. A Secret of those names that neither cert-manager
+// issued for eksa-metrics' Certificate nor apply wrote is an error:
+// cert-manager would overwrite it.
 func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []templates.ServedSecret) ([]*CertificateStep, error) {
-	var caCert []byte
-	live, err := c.Core.CoreV1().Secrets(templates.CertManagerNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.CertManagerNS, templates.ServingCA, c, err)
-	case !issuedFor(live, templates.ServingCA, templates.SelfSignedIssuer):
-		return nil, notIssued(templates.CertManagerNS, templates.ServingCA, c)
-	default:
-		if err := certs.CheckCA(certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}); err != nil {
-			return nil, fmt.Errorf("Secret %s/%s in the %s, which cert-manager issued as eksa-metrics' CA, does not hold a usable CA: %v", templates.CertManagerNS, templates.ServingCA, c, err)
+	var steps []*CertificateStep
+	var bundle []byte
+	var awaiting []string
+	for _, ns := range templates.IssuerNamespaces(served) {
+		step := &CertificateStep{Kind: "Secret", Namespace: ns, Name: templates.IssuerCA, Action: Unchanged}
+		live, err := c.Core.CoreV1().Secrets(ns).Get(ctx, templates.IssuerCA, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			step.Action, step.Pending = Create, true
+			step.Why = "cert-manager issues the CA of the serving certificates in " + ns + " (Certificate " + ns + "/" + templates.IssuerCA + ", from Issuer " + templates.SelfSignedIssuer + " there)"
+			awaiting = append(awaiting, "Secret "+ns+"/"+templates.IssuerCA)
+		case err != nil:
+			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", ns, templates.IssuerCA, c, err)
+		case !issuedFor(live, templates.IssuerCA, "Issuer", templates.SelfSignedIssuer):
+			return nil, notIssued(ns, templates.IssuerCA, c)
+		default:
+			if err := certs.CheckCA(certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}); err != nil {
+				return nil, fmt.Errorf("Secret %s/%s in the %s, which cert-manager issued as eksa-metrics' CA, does not hold a usable CA: %v", ns, templates.IssuerCA, c, err)
+			}
+			pem := live.Data[corev1.TLSCertKey]
+			bundle = append(bundle, pem...)
+			if len(pem) > 0 && pem[len(pem)-1] != '\n' {
+				bundle = append(bundle, '\n')
+			}
 		}
-		caCert = live.Data[corev1.TLSCertKey]
+		steps = append(steps, step)
+	}
+	if len(awaiting) > 0 {
+		bundle = nil // published whole, once every CA is there
 	}
 
 	// The annotations HAProxy's pod template records (read once; nil while
@@ -247,7 +267,6 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 		}
 	}
 
-	var steps []*CertificateStep
 	for _, sv := range served {
 		step := &CertificateStep{Kind: "Secret", Namespace: sv.Namespace, Name: sv.Name, Action: Unchanged}
 		issued := "cert-manager issues the serving certificate for " + sv.DNSName + " (Certificate " + sv.Namespace + "/" + sv.Name + ")"
@@ -260,7 +279,13 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 		case ours(live, "serving"):
 			// apply's own, from tls.certificates: eksa-metrics.
 			step.Action, step.Why, step.Pending = Update, issued+", in place of the one apply issued", true
-		case !issuedFor(live, sv.Name, templates.CAIssuer):
+		case issuedFor(live, sv.Name, "ClusterIssuer", templates.CAIssuer):
+			// From the ClusterIssuer eksa-metrics rendered before its
+			// issuers were namespaced (apply prunes it): cert-manager
+			// issues it again from the Issuer of its namespace, because
+			// the Secret's issuer annotations no longer match.
+			step.Action, step.Why, step.Pending = Update, issued+", in place of the one from ClusterIssuer "+templates.CAIssuer, true
+		case !issuedFor(live, sv.Name, "Issuer", templates.CAIssuer):
 			return nil, notIssued(sv.Namespace, sv.Name, c)
 		default:
 			leaf, err := certutil.ParseCertsPEM(live.Data[corev1.TLSCertKey])
@@ -275,15 +300,24 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 		}
 		steps = append(steps, step)
 	}
-	bundles, err := c.planBundles(ctx, cfg, caCert)
+	bundles, err := c.planBundles(ctx, cfg, bundle, strings.Join(awaiting, ", "))
 	return append(steps, bundles...), err
 }
 
 // issuedFor: cert-manager issued the Secret for the Certificate of that
-// name, from the ClusterIssuer of that name (its annotations).
-func issuedFor(s *corev1.Secret, certificate, issuer string) bool {
+// name, from the issuer of that kind and name (its annotations; an Issuer is
+// the one in the Secret's namespace).
+func issuedFor(s *corev1.Secret, certificate, kind, issuer string) bool {
 	a := s.Annotations
-	return a[templates.CertManagerCertificateAnnotation] == certificate && a["cert-manager.io/issuer-name"] == issuer && a["cert-manager.io/issuer-kind"] == "ClusterIssuer"
+	return a[templates.CertManagerCertificateAnnotation] == certificate && a["cert-manager.io/issuer-name"] == issuer && a["cert-manager.io/issuer-kind"] == kind
+}
+
+// issuedByCertManager: cert-manager issued the serving certificate's Secret
+// for eksa-metrics' Certificate, from its CA Issuer, or from the CA
+// ClusterIssuer of before (which a cluster may still hold until it is
+// issued again).
+func issuedByCertManager(s *corev1.Secret, certificate string) bool {
+	return issuedFor(s, certificate, "Issuer", templates.CAIssuer) || issuedFor(s, certificate, "ClusterIssuer", templates.CAIssuer)
 }
 
 func notIssued(ns, name string, c *Cluster) error {
@@ -427,30 +461,32 @@ func foreign(kind, ns, name string, c *Cluster) error {
 // bundles eksa-metrics wrote in this cluster (those with its labels only).
 func (c *Cluster) DeleteCertificates(ctx context.Context) error {
 	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel}
-	secrets, err := c.Core.CoreV1().Secrets("").List(ctx, sel)
+	secrets, err := c.listAll(ctx, c.Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("secrets")), corev1.SchemeGroupVersion.WithResource("secrets"), sel)
 	if err != nil {
 		return fmt.Errorf("listing the serving certificates in the %s: %w", c, err)
 	}
-	for _, s := range secrets.Items {
+	for _, s := range secrets {
 		if !ours(&s, "") {
 			continue
 		}
-		err := c.Core.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
+		uid := s.GetUID()
+		err := c.Core.CoreV1().Secrets(s.GetNamespace()).Delete(ctx, s.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting Secret %s/%s in the %s: %w", s.Namespace, s.Name, c, err)
+			return fmt.Errorf("deleting Secret %s/%s in the %s: %w", s.GetNamespace(), s.GetName(), c, err)
 		}
 	}
-	cms, err := c.Core.CoreV1().ConfigMaps("").List(ctx, sel)
+	cms, err := c.listAll(ctx, c.Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")), corev1.SchemeGroupVersion.WithResource("configmaps"), sel)
 	if err != nil {
 		return fmt.Errorf("listing the CA bundles in the %s: %w", c, err)
 	}
-	for _, cm := range cms.Items {
+	for _, cm := range cms {
 		if !ours(&cm, "") {
 			continue
 		}
-		err := c.Core.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cm.UID}})
+		uid := cm.GetUID()
+		err := c.Core.CoreV1().ConfigMaps(cm.GetNamespace()).Delete(ctx, cm.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting ConfigMap %s/%s in the %s: %w", cm.Namespace, cm.Name, c, err)
+			return fmt.Errorf("deleting ConfigMap %s/%s in the %s: %w", cm.GetNamespace(), cm.GetName(), c, err)
 		}
 	}
 	return nil

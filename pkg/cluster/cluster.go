@@ -17,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -43,6 +45,34 @@ type Cluster struct {
 	mapper  meta.RESTMapper
 	// CA is the cluster CA from the kubeconfig, when it names one.
 	CA *x509.CertPool
+	// Namespaced, when set, says where this identity may list the
+	// resources it may not list cluster-wide ("group/resource", core
+	// resources as "/secrets", to namespaces): the controller on its
+	// management cluster holds Roles, not cluster-wide rights, for Secrets
+	// and DaemonSets, and lists them where it may create them.
+	Namespaced map[string][]string
+}
+
+// listAll lists a resource in every namespace: cluster-wide, or where
+// Namespaced says it may be listed (and so created) by this identity.
+func (c *Cluster) listAll(ctx context.Context, ri dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
+	namespaces, scoped := c.Namespaced[gvr.Group+"/"+gvr.Resource]
+	if !scoped {
+		list, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return list.Items, nil
+	}
+	var out []unstructured.Unstructured
+	for _, ns := range namespaces {
+		l, err := ri.Namespace(ns).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("in namespace %s: %w", ns, err)
+		}
+		out = append(out, l.Items...)
+	}
+	return out, nil
 }
 
 // ConnectOptions say how to reach a cluster.
@@ -52,7 +82,11 @@ type ConnectOptions struct {
 	// Kubeconfig then only names its source in messages.
 	Kubeconfig     string
 	KubeconfigData []byte
-	Context        string
+	// TrustKubeconfigData accepts in KubeconfigData what a kubeconfig read
+	// from a Secret is refused by default (CheckSecretKubeconfig): exec and
+	// auth-provider plugins, tokenFile and local file paths.
+	TrustKubeconfigData bool
+	Context             string
 	// WrapTransport wraps every request (tests count and break requests).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Timeout bounds each request.
@@ -98,6 +132,12 @@ func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, e
 		raw, err := clientcmd.Load(opts.KubeconfigData)
 		if err != nil {
 			return fail(fmt.Errorf("parsing the kubeconfig: %w", err))
+		}
+		if !opts.TrustKubeconfigData {
+			// Before anything runs, reads a file or sends a request.
+			if err := CheckSecretKubeconfig(raw, c.Kubeconfig); err != nil {
+				return nil, err
+			}
 		}
 		loader = clientcmd.NewDefaultClientConfig(*raw, overrides)
 	} else {

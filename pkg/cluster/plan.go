@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -238,11 +240,17 @@ func change(path string, live, desired any) string {
 	return fmt.Sprintf("%s: %s -> %s", path, short(live), short(desired))
 }
 
+// short is a value as printable JSON (safetext.JSON: the live value may
+// hold anything), cut at 120 bytes and at a rune boundary.
 func short(v any) string {
 	b, _ := json.Marshal(v)
-	s := string(b)
+	s := safetext.JSON(b)
 	if len(s) > 120 {
-		s = s[:117] + "..."
+		cut := 117
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
 	return strings.ReplaceAll(s, "\n", " ")
 }

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -70,6 +72,22 @@ spec: {containers: none}
 				t.Errorf("diff:\n got %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A live value holds whatever its writer put there: the diff line shows it
+// as printable JSON, so it cannot start a line of apply's plan or reorder it
+// (U+202E), and it is cut at a rune boundary.
+func TestDiffValuesArePrintable(t *testing.T) {
+	live := map[string]any{"data": map[string]any{"a": "x\n  + create Secret kube-system/forged\u202e"}}
+	got := diff("", live, map[string]any{"data": map[string]any{"a": "y"}})
+	want := []string{`data.a: "x\n  + create Secret kube-system/forged\u202e" -> "y"`}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	long := strings.Repeat("é", 100)
+	if s := short(long); !utf8.ValidString(s) || !strings.HasSuffix(s, "...") {
+		t.Errorf("short cut a rune: %q", s)
 	}
 }
 

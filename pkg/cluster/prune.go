@@ -35,6 +35,9 @@ var prunable = []schema.GroupVersionKind{
 	{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"},
 	{Group: "packages.eks.amazonaws.com", Version: "v1alpha1", Kind: "Package"},
 	{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
+	{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"},
+	// Rendered before the issuers were namespaced: listed so that apply
+	// prunes them from a cluster that still has them.
 	{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"},
 }
 
@@ -52,15 +55,15 @@ func (c *Cluster) pruneSteps(ctx context.Context, clusterName string, keep map[s
 		if err != nil {
 			return nil, err
 		}
-		list, err := c.Dynamic.Resource(m.Resource).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		items, err := c.listAll(ctx, c.Dynamic.Resource(m.Resource), m.Resource, metav1.ListOptions{LabelSelector: selector})
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) && slices.Contains([]string{"packages.eks.amazonaws.com", "monitoring.coreos.com", "cert-manager.io"}, gvk.Group) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("listing the %s eksa-metrics created for cluster %s in the %s: %w", gvk.Kind, clusterName, c, err)
 		}
-		for i := range list.Items {
-			live := &list.Items[i]
+		for i := range items {
+			live := &items[i]
 			key := inventoryKey(gvk.Kind, live.GetNamespace(), live.GetName())
 			if keep[key] || !ownsByApply(live) {
 				continue

@@ -10,6 +10,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // managementTable is the management catalog as docs/components.md shows
@@ -62,8 +63,11 @@ func managementTable() string {
 			if r.AuthDelegator {
 				bind = "yes"
 			}
-			if r.Method == components.Unsupported {
+			switch r.Method {
+			case components.Unsupported:
 				bind = "none rendered"
+			case components.Sidecar:
+				bind = "none for its ServiceAccount: the sidecar runs as `" + templates.SidecarSA + "`, bound to `" + templates.AuthDelegator + "`"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | `%s` | %s | %s | %s |\n", m.ID(), providers, strings.Join(lbls, ", "), eksa, r.Version, r.ServiceAccount, how, bind, r.Source)
 		}

@@ -45,7 +45,10 @@ type Release struct {
 	ServiceAccount string
 	// AuthDelegator: the ServiceAccount may not create tokenreviews and
 	// subjectaccessreviews, so eksa-metrics binds it to system:auth-delegator
-	// (needed by the secure diagnostics and by a sidecar alike).
+	// where the controller serves metrics itself (secure diagnostics). A
+	// sidecar eksa-metrics adds reviews tokens as a ServiceAccount of its own
+	// (templates.SidecarSA): for a Sidecar release it is the fact as shipped
+	// only, and nothing is bound to the controller's ServiceAccount.
 	AuthDelegator bool
 	// ListenFlag (Sidecar) moves the plain listener to 127.0.0.1:UpstreamPort;
 	// empty when the binary's default is loopback already or its flags are

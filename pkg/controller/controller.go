@@ -45,6 +45,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
 )
@@ -72,9 +73,19 @@ type Reconciler struct {
 	Concurrency int
 	// Recorder receives an event per object changed in a cluster.
 	Recorder events.EventRecorder
+	// TrustKubeconfigSecrets accepts exec and auth-provider plugins, tokenFile
+	// and local file paths in the workload kubeconfig Secrets (refused by
+	// default: cluster.CheckSecretKubeconfig).
+	TrustKubeconfigSecrets bool
+	// Policy is the operator's: what a MetricsConfig may have the
+	// controller do, the management cluster, the images.
+	Policy Policy
 
-	mu        sync.Mutex
-	workloads map[string]workload // by Cluster name
+	// capiCluster is the Cluster API Cluster kind in the version the
+	// management cluster serves (empty when it serves none).
+	capiCluster schema.GroupVersionKind
+	mu          sync.Mutex
+	workloads   map[types.NamespacedName]workload // by EKS-A Cluster namespace and name
 }
 
 type workload struct {
@@ -84,7 +95,7 @@ type workload struct {
 
 // SetupWithManager registers the controller and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.workloads = map[string]workload{}
+	r.workloads = map[types.NamespacedName]workload{}
 	eksaCluster := &unstructured.Unstructured{}
 	eksaCluster.SetGroupVersionKind(ClusterGVK)
 	all := handler.EnqueueRequestsFromMapFunc(r.everyMetricsConfig)
@@ -94,7 +105,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if m, err := mgr.GetRESTMapper().RESTMapping(kcpGVK.GroupKind()); err == nil {
 		kcp := &metav1.PartialObjectMetadata{}
 		kcp.SetGroupVersionKind(m.GroupVersionKind)
-		b = b.WatchesMetadata(kcp, all)
+		// Only a spec change (its generation) or a label change is worth a
+		// re-plan: Cluster API's status and annotation churn is not.
+		b = b.WatchesMetadata(kcp, all, builder.WithPredicates(predicate.NewPredicateFuncs(inEKSASystem), specOrLabels))
+	} else if !meta.IsNoMatchError(err) {
+		return err
+	}
+	// The Cluster API Cluster that says whose eksa-system objects are whose
+	// (owned), as metadata.
+	if m, err := mgr.GetRESTMapper().RESTMapping(capiClusterGK); err == nil {
+		r.capiCluster = m.GroupVersionKind
+		capi := &metav1.PartialObjectMetadata{}
+		capi.SetGroupVersionKind(m.GroupVersionKind)
+		b = b.WatchesMetadata(capi, all, builder.WithPredicates(predicate.NewPredicateFuncs(inEKSASystem), predicate.LabelChangedPredicate{}))
 	} else if !meta.IsNoMatchError(err) {
 		return err
 	}
@@ -103,10 +126,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Its own status updates change neither: no reconcile loop.
 		For(&metricsv1alpha1.MetricsConfig{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deleting{}))).
 		Watches(eksaCluster, handler.EnqueueRequestsFromMapFunc(r.selecting)).
-		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(managedDeployment))).
-		Watches(&corev1.Secret{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(kubeconfigSecret))).
+		Watches(&appsv1.Deployment{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(managedDeployment), specOrLabels)).
+		// Secrets as metadata only: the cache never holds eksa-system's
+		// keys and credentials; the one kubeconfig needed is read when used.
+		WatchesMetadata(&corev1.Secret{}, all, builder.WithPredicates(predicate.NewPredicateFuncs(kubeconfigSecret))).
 		Complete(r)
 }
+
+// specOrLabels passes creations, deletions and the updates that change a
+// spec (the generation) or the labels.
+var specOrLabels = predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
 
 // deleting passes the update that sets a deletion timestamp (which changes
 // no generation).
@@ -125,8 +154,10 @@ func managedDeployment(o client.Object) bool {
 }
 
 func kubeconfigSecret(o client.Object) bool {
-	return o.GetNamespace() == "eksa-system" && strings.HasSuffix(o.GetName(), "-kubeconfig")
+	return inEKSASystem(o) && strings.HasSuffix(o.GetName(), "-kubeconfig")
 }
+
+func inEKSASystem(o client.Object) bool { return o.GetNamespace() == EKSASystemNamespace }
 
 func (r *Reconciler) everyMetricsConfig(ctx context.Context, _ client.Object) []reconcile.Request {
 	var list metricsv1alpha1.MetricsConfigList
@@ -167,7 +198,9 @@ func selects(mc *metricsv1alpha1.MetricsConfig, name string, l map[string]string
 		if err != nil {
 			return false, err
 		}
-		return sel.Matches(labels.Set(l)), nil
+		// An empty selector selects nothing, as Cluster API's
+		// ClusterResourceSet has it: a fleet is chosen, never implied.
+		return !sel.Empty() && sel.Matches(labels.Set(l)), nil
 	}
 	return false, nil
 }
@@ -331,17 +364,33 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.M
 		st.RolledOut = prev.RolledOut
 		return st, time.Time{}
 	}
-	in, err := r.input(ctx, mc, obj)
-	if err != nil {
+	// Who may have what done, before anything is read for it.
+	if err := r.Policy.admit(mc, obj); err != nil {
+		return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotAllowed, err)
+	}
+	if err := r.owned(ctx, obj); err != nil {
+		var notOwned *NotOwnedError
+		if errors.As(err, &notOwned) {
+			return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotOwned, err)
+		}
 		return fail(metricsv1alpha1.ConditionRendered, "InvalidInput", err)
 	}
-	res, err := render.Render(in, spec.Options{})
+	res, err := r.render(ctx, mc, obj)
 	if err != nil {
 		return fail(metricsv1alpha1.ConditionRendered, "Invalid", err)
 	}
+	if r.Policy.IsManagement(obj.GetNamespace(), obj.GetName()) {
+		if err := r.Policy.holds(res, r.Policy.Namespaces); err != nil {
+			return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotAllowed, err)
+		}
+	}
 	set(metricsv1alpha1.ConditionRendered, true, "Rendered", fmt.Sprintf("%d objects", len(res.Objects)))
-	cl, err := r.clusters(ctx, res)
-	if err != nil {
+	cl, err := r.clusters(ctx, obj, res)
+	var refusedKubeconfig *cluster.KubeconfigRefusedError
+	switch {
+	case errors.As(err, &refusedKubeconfig):
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonKubeconfigRefused, err)
+	case err != nil:
 		return fail(metricsv1alpha1.ConditionApplied, "Unreachable", err)
 	}
 	written, renewAt, err := r.apply(ctx, mc, cl, res, obj)
@@ -473,7 +522,53 @@ func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 		AllowRollout: func([]*cluster.Step) (bool, error) { return mc.Spec.AllowControlPlaneRollout, nil },
 	})
 	sort.Strings(written)
+	if err == nil && len(written) > 0 && r.Recorder != nil {
+		// What now runs and who was granted what, as PLAN.md says it, so
+		// that `kubectl describe mc` shows it too.
+		r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Runs", "Apply", "%s", truncate(runs(res)))
+	}
 	return written, cluster.NextRenewal(certSteps), err
+}
+
+// runs says which images a render runs and who its bindings grant what,
+// every value escaped (an event is read on a terminal).
+func runs(res *render.Result) string {
+	var images, grants []string
+	for _, u := range res.Images() {
+		images = append(images, fmt.Sprintf("%s (%s, container %s)", safetext.Escape(u.Image), safetext.Escape(u.Object), safetext.Escape(u.Container)))
+	}
+	for _, g := range res.Grants() {
+		who := make([]string, len(g.Subjects))
+		for i, s := range g.Subjects {
+			who[i] = safetext.Escape(s)
+		}
+		grants = append(grants, fmt.Sprintf("%s to %s", safetext.Escape(g.Role), strings.Join(who, ", ")))
+	}
+	return fmt.Sprintf("Cluster %s runs %s; grants %s", safetext.Escape(res.Config.ClusterName), orNothing(images), orNothing(grants))
+}
+
+func orNothing(l []string) string {
+	if len(l) == 0 {
+		return "nothing"
+	}
+	return strings.Join(l, "; ")
+}
+
+// render renders the MetricsConfig for one Cluster, with the controller's
+// images (policy) and, where asked, the Cluster's EKS-A Bundles.
+func (r *Reconciler) render(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) (*render.Result, error) {
+	in, err := r.input(ctx, mc, obj)
+	if err != nil {
+		return nil, err
+	}
+	r.Policy.images(in)
+	var opts spec.Options
+	if r.Policy.ImagesFromBundles {
+		if opts.Bundles, err = r.bundles(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	return render.Render(in, opts)
 }
 
 // input builds the engine's input from the live objects: the EKS-A Cluster,
@@ -510,28 +605,37 @@ func convert(from map[string]any, to any) error {
 // clusters reaches the Cluster's workload cluster: the management cluster
 // itself, or through its kubeconfig Secret (a connection is kept while the
 // Secret's content stays the same).
-func (r *Reconciler) clusters(ctx context.Context, res *render.Result) (*engine.Clusters, error) {
-	if res.Config.Management {
+func (r *Reconciler) clusters(ctx context.Context, obj *unstructured.Unstructured, res *render.Result) (*engine.Clusters, error) {
+	// The policy decides, never the Cluster's spec (admit has refused a
+	// Cluster whose spec and the policy disagree).
+	if r.Policy.IsManagement(obj.GetNamespace(), obj.GetName()) {
+		if !res.Config.Management {
+			return nil, fmt.Errorf("Cluster %s/%s rendered as a workload cluster although it is the management cluster", obj.GetNamespace(), obj.GetName())
+		}
 		return &engine.Clusters{Management: r.Management, Workload: r.Management}, nil
 	}
+	if res.Config.Management {
+		return nil, fmt.Errorf("Cluster %s/%s rendered as a management cluster although it is not the one the controller runs in", obj.GetNamespace(), obj.GetName())
+	}
 	name := res.Config.ClusterName
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
 	data, err := r.Management.WorkloadKubeconfig(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
 	r.mu.Lock()
-	w, ok := r.workloads[name]
+	w, ok := r.workloads[key]
 	r.mu.Unlock()
 	if ok && w.hash == sum {
 		return &engine.Clusters{Management: r.Management, Workload: w.cluster}, nil
 	}
-	wl, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: fmt.Sprintf("Secret eksa-system/%s-kubeconfig", name), KubeconfigData: data, Timeout: 30 * time.Second})
+	wl, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: fmt.Sprintf("Secret eksa-system/%s-kubeconfig", name), KubeconfigData: data, TrustKubeconfigData: r.TrustKubeconfigSecrets, Timeout: 30 * time.Second})
 	if err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
-	r.workloads[name] = workload{hash: sum, cluster: wl}
+	r.workloads[key] = workload{hash: sum, cluster: wl}
 	r.mu.Unlock()
 	return &engine.Clusters{Management: r.Management, Workload: wl}, nil
 }
@@ -586,15 +690,22 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 	if obj.GetAnnotations()[PausedAnnotation] == "true" {
 		return fmt.Errorf("the Cluster is paused; its objects stay until it is resumed")
 	}
-	in, err := r.input(ctx, mc, &obj)
+	// What was refused was never applied: nothing to take back, and
+	// nothing that is another Cluster's is touched.
+	var notOwned *NotOwnedError
+	if err := r.Policy.admit(mc, &obj); err != nil {
+		return nil
+	}
+	if err := r.owned(ctx, &obj); errors.As(err, &notOwned) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	res, err := r.render(ctx, mc, &obj)
 	if err != nil {
 		return err
 	}
-	res, err := render.Render(in, spec.Options{})
-	if err != nil {
-		return err
-	}
-	cl, err := r.clusters(ctx, res)
+	cl, err := r.clusters(ctx, &obj, res)
 	if err != nil {
 		return err
 	}

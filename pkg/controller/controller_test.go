@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // The controller comes back for the earliest certificate renewal of the
@@ -37,5 +40,25 @@ func TestTruncate(t *testing.T) {
 	got := truncate(long)
 	if len(got) > maxMessage || !utf8.ValidString(got) || !strings.HasSuffix(got, "(truncated)") {
 		t.Errorf("truncated to %d bytes, valid UTF-8 %t, suffix %q", len(got), utf8.ValidString(got), got[len(got)-12:])
+	}
+}
+
+// The event after an apply names every image that runs and every subject
+// granted a role, with control characters escaped.
+func TestRunsNamesImagesAndSubjects(t *testing.T) {
+	res := &render.Result{Config: &spec.Config{ClusterName: "prod\n# forged"}, Objects: []render.Object{
+		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "p", "namespace": "kube-system"},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "registry.example/x:1\u202e"}}}}}}},
+		{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "b"},
+			"roleRef": map[string]any{"kind": "ClusterRole", "name": "eksa-metrics-reader"}, "subjects": []any{map[string]any{"kind": "Group", "name": "readers"}}}},
+	}}
+	got := runs(res)
+	for _, want := range []string{`registry.example/x:1\u202e`, "DaemonSet kube-system/p", "to Group readers", `prod\n# forged`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if strings.ContainsAny(got, "\n\u202e") {
+		t.Errorf("unescaped control characters in %q", got)
 	}
 }

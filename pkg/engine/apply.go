@@ -115,10 +115,7 @@ func awaitIssued(ctx context.Context, cl *Clusters, r *render.Result, timeout ti
 				waiting = append(waiting, s.Namespace+"/"+s.Name)
 			}
 		}
-		if len(waiting) == 0 {
-			waiting = append(waiting, templates.CertManagerNS+"/"+templates.ServingCA)
-		}
-		return fmt.Errorf("cert-manager has not issued the Certificates %s in the %s within %s: kubectl describe certificate -n <namespace> <name> there says why (is cert-manager running, and its ClusterIssuers %s and %s Ready?); run apply again once they are Ready",
+		return fmt.Errorf("cert-manager has not issued the Certificates %s in the %s within %s: kubectl describe certificate -n <namespace> <name> there says why (is cert-manager running, and are the Issuers %s and %s in that namespace Ready?); run apply again once they are Ready",
 			strings.Join(waiting, ", "), cl.Workload, timeout, templates.SelfSignedIssuer, templates.CAIssuer)
 	}
 	if err != nil {

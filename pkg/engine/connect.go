@@ -18,6 +18,11 @@ type ClusterSource struct {
 	// WorkloadKubeconfig overrides the kubeconfig EKS-A keeps in the
 	// management cluster (Secret eksa-system/<cluster>-kubeconfig).
 	WorkloadKubeconfig string
+	// TrustKubeconfigSecrets accepts, in the kubeconfig read from that
+	// Secret, exec and auth-provider plugins, tokenFile and local file paths,
+	// which are refused by default (cluster.CheckSecretKubeconfig): whoever
+	// can write the Secret would run commands or use local credentials here.
+	TrustKubeconfigSecrets bool
 	// WrapTransport wraps every request to both clusters (request logs, tests).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
@@ -44,19 +49,21 @@ func Connect(ctx context.Context, src ClusterSource, name string, management boo
 		workload, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: src.WorkloadKubeconfig, WrapTransport: src.WrapTransport})
 		return &Clusters{mgmt, workload}, err
 	case !management:
-		workload, err := WorkloadOf(ctx, mgmt, name, src.WrapTransport)
+		workload, err := WorkloadOf(ctx, mgmt, name, src.WrapTransport, src.TrustKubeconfigSecrets)
 		return &Clusters{mgmt, workload}, err
 	}
 	return &Clusters{mgmt, mgmt}, nil
 }
 
 // WorkloadOf reaches a workload cluster through the kubeconfig EKS-A keeps
-// for it in its management cluster.
-func WorkloadOf(ctx context.Context, mgmt *cluster.Cluster, name string, wrap func(http.RoundTripper) http.RoundTripper) (*cluster.Cluster, error) {
+// for it in its management cluster. Unless trust is set, a kubeconfig that
+// asks for a credential plugin or a local file is refused with a
+// *cluster.KubeconfigRefusedError.
+func WorkloadOf(ctx context.Context, mgmt *cluster.Cluster, name string, wrap func(http.RoundTripper) http.RoundTripper, trust bool) (*cluster.Cluster, error) {
 	data, err := mgmt.WorkloadKubeconfig(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
-	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, WrapTransport: wrap})
+	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, TrustKubeconfigData: trust, WrapTransport: wrap})
 }

@@ -24,8 +24,12 @@ import (
 type VerifyOptions struct {
 	Concurrency int
 	Timeout     time.Duration
-	// Cleanup reports a failure to delete a temporary object.
+	// Cleanup reports a failure to delete a temporary object, this run's or
+	// one an earlier run left.
 	Cleanup func(error)
+	// Leftover names each temporary object an earlier, killed run left,
+	// which this run deleted (verify.StaleAfter).
+	Leftover func(object string)
 	// NotInstalled names a management component whose Deployment does not
 	// exist, so there is nothing to verify.
 	NotInstalled func(id string)
@@ -63,7 +67,7 @@ func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOpti
 	}
 	targets = append(targets, mgmt...)
 
-	ids, err := verify.NewIdentities(ctx, workload.Core, r.Config.Scrapers)
+	ids, err := verify.NewIdentities(ctx, workload.Core, r.Config.Scrapers, verify.IdentityOptions{Removed: opts.Leftover, Failed: opts.Cleanup})
 	defer func() {
 		// A context of its own: cleanup also runs after Ctrl-C.
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -83,24 +87,38 @@ func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOpti
 		Concurrency: opts.Concurrency, Timeout: opts.Timeout}), nil
 }
 
-// readServingCA reads the certificate (not the key) of eksa-metrics' serving
-// CA; nil when the spec does not use it or apply has not made it yet (the
-// rows that need it then fail and say so).
+// readServingCA reads the certificates (not the keys) of eksa-metrics'
+// serving CAs: apply's one in kube-system, or with tls.certificates:
+// cert-manager the CA of every namespace that holds a serving certificate
+// (what apply publishes as the bundle). nil when the spec does not use them
+// or none exists yet (the rows that need one then fail and say so).
 func readServingCA(ctx context.Context, workload *cluster.Cluster, r *render.Result) (*x509.CertPool, error) {
-	if len(templates.ServedCertificates(r.Config))+len(templates.ServedManagement(r.Config)) == 0 {
+	served := templates.ServingSecrets(r.Config)
+	if len(served) == 0 {
 		return nil, nil
 	}
-	ns := templates.ServingCANamespace(r.Config)
-	s, err := workload.Core.CoreV1().Secrets(ns).Get(ctx, templates.ServingCA, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	where := map[string]string{templates.SystemNS: templates.ServingCA} // namespace -> Secret
+	if r.Config.CertManager {
+		where = map[string]string{}
+		for _, ns := range templates.IssuerNamespaces(served) {
+			where[ns] = templates.IssuerCA
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the serving CA, Secret %s/%s, in the %s: %w", ns, templates.ServingCA, workload, err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(s.Data[corev1.TLSCertKey]) {
-		return nil, fmt.Errorf("Secret %s/%s in the %s holds no PEM certificate in %s", ns, templates.ServingCA, workload, corev1.TLSCertKey)
+	var pool *x509.CertPool
+	for ns, name := range where {
+		s, err := workload.Core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the serving CA, Secret %s/%s, in the %s: %w", ns, name, workload, err)
+		}
+		if pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(s.Data[corev1.TLSCertKey]) {
+			return nil, fmt.Errorf("Secret %s/%s in the %s holds no PEM certificate in %s", ns, name, workload, corev1.TLSCertKey)
+		}
 	}
 	return pool, nil
 }

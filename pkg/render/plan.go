@@ -13,52 +13,58 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // PlanMarkdown says, for a person, what applying the result changes and what
-// it rolls out.
+// it rolls out: the images that run and where, and who gets which role.
+// Every value from the input goes through esc (safetext.Escape): none can
+// start a line of its own or reorder the text around it.
 func (r *Result) PlanMarkdown() string {
 	c := r.Config
 	var b strings.Builder
-	fmt.Fprintf(&b, "# eksa-metrics plan for cluster %s\n\n", c.ClusterName)
-	fmt.Fprintf(&b, "Kubernetes %s, provider %s", c.KubeVersion, c.Provider)
+	fmt.Fprintf(&b, "# eksa-metrics plan for cluster %s\n\n", esc(c.ClusterName))
+	fmt.Fprintf(&b, "Kubernetes %s, provider %s", c.KubeVersion, esc(string(c.Provider)))
 	if c.OSFamily != "" {
-		fmt.Fprintf(&b, " (%s)", c.OSFamily)
+		fmt.Fprintf(&b, " (%s)", esc(c.OSFamily))
 	}
 	role := "workload cluster"
 	if c.Management {
 		role = "management cluster"
 	}
-	fmt.Fprintf(&b, ", %s, CAPI %s, exposure `%s`.\n", role, c.CAPIVersion, c.Exposure)
-	fmt.Fprintf(&b, "KubeadmControlPlane contract %s, chosen by %s.\n\n", c.CAPIVersion, c.CAPIReason)
+	fmt.Fprintf(&b, ", %s, CAPI %s, exposure `%s`.\n", role, esc(c.CAPIVersion), esc(string(c.Exposure)))
+	fmt.Fprintf(&b, "KubeadmControlPlane contract %s, chosen by %s.\n\n", esc(c.CAPIVersion), esc(c.CAPIReason))
 
 	b.WriteString("## What rolls out\n\n")
 	if !r.Change.Applicable() {
 		b.WriteString("- Control plane: nothing. The KubeadmControlPlane is not changed; no machine is replaced.\n")
 	} else {
-		fmt.Fprintf(&b, "- Control plane: KubeadmControlPlane %s/%s changes, so Cluster API replaces every control-plane machine once (per the cluster's upgradeRolloutStrategy). Apply it when a rollout is acceptable.\n", kubeadm.Namespace, c.ClusterName)
+		fmt.Fprintf(&b, "- Control plane: KubeadmControlPlane %s/%s changes, so Cluster API replaces every control-plane machine once (per the cluster's upgradeRolloutStrategy). Apply it when a rollout is acceptable.\n", kubeadm.Namespace, esc(c.ClusterName))
 	}
 	for _, o := range r.Objects {
 		if o.Kind() == "DaemonSet" {
-			fmt.Fprintf(&b, "- %s: new pods on its nodes (hostNetwork); nothing else restarts.\n", o)
+			fmt.Fprintf(&b, "- %s: new pods on its nodes (hostNetwork); nothing else restarts.\n", esc(o.String()))
 		}
 	}
 	for _, e := range r.DeploymentEdits {
-		fmt.Fprintf(&b, "- %s (management cluster, %s): %s\n", e.Name(), e.Component.Version, describeEdit(e))
+		fmt.Fprintf(&b, "- %s (management cluster, %s): %s\n", esc(e.Name()), esc(e.Component.Version), esc(describeEdit(e)))
 	}
 	var names []string
 	for _, comp := range templates.ServedCertificates(c) {
-		names = append(names, templates.SystemNS+"/"+templates.ServingSecret(comp.ID))
+		names = append(names, esc(templates.SystemNS+"/"+templates.ServingSecret(comp.ID)))
 	}
 	if len(names) > 0 && c.CertManager {
-		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: cert-manager`): the cert-manager running in the cluster issues the CA (Secret %s/%s, from ClusterIssuer %s) and Secrets %s (from ClusterIssuer %s), from the ClusterIssuers and Certificates rendered here, and renews them. `eksa-metrics apply` waits for them and publishes the CA bundle ConfigMap %s where the scrapers read it: with `kubectl apply -k` or Flux, run `eksa-metrics apply` once afterwards for the bundle.\n",
-			templates.CertManagerNS, templates.ServingCA, templates.SelfSignedIssuer, strings.Join(names, ", "), templates.CAIssuer, templates.ServingCA)
+		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: cert-manager`): the cert-manager running in the cluster issues and renews them from the Issuers and Certificates rendered here. In each namespace with a serving certificate (%s), Issuer %s issues that namespace's CA (Secret %s) and Issuer %s issues the serving certificates there from it, Secrets %s among them. They are namespaced Issuers, not ClusterIssuers: an Issuer signs only the Certificates of its own namespace, so no one who may create a Certificate elsewhere can have eksa-metrics' CA sign one for these names. `eksa-metrics apply` waits for them and publishes the CA bundle ConfigMap %s (every namespace's CA) where the scrapers read it: with `kubectl apply -k` or Flux, run `eksa-metrics apply` once afterwards for the bundle.\n",
+			esc(strings.Join(templates.IssuerNamespaces(templates.ServingSecrets(c)), ", ")), templates.SelfSignedIssuer, templates.IssuerCA, templates.CAIssuer, strings.Join(names, ", "), templates.ServingCA)
 	} else if len(names) > 0 {
 		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: eksa-metrics`): `eksa-metrics apply` makes Secret %s/%s (the CA), Secrets %s and the CA bundle ConfigMap %s where the scrapers read it, before the objects. They are never rendered (no private key in any file): with `kubectl apply -k` or Flux, run `eksa-metrics apply` once first, or the proxy pods wait for their Secrets.\n",
 			templates.SystemNS, templates.ServingCA, strings.Join(names, ", "), templates.ServingCA)
 	}
 	if r.KubeProxyEdit != nil {
-		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No Kubernetes object can express an edit inside that string, so it is not in the rendered objects: edit the ConfigMap (`kubectl -n kube-system edit configmap kube-proxy`, change only that field) and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", r.KubeProxyEdit.MetricsBindAddress)
+		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No Kubernetes object can express an edit inside that string, so it is not in the rendered objects: edit the ConfigMap (`kubectl -n kube-system edit configmap kube-proxy`, change only that field) and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", esc(r.KubeProxyEdit.MetricsBindAddress))
 	}
 	b.WriteString("\n")
 
@@ -69,10 +75,12 @@ func (r *Result) PlanMarkdown() string {
 			if it.Merged {
 				why = "**not rendered**: " + why + "; EKS Anywhere renders its own `--" + it.Name + "` item, and Cluster API keys extraArgs items by name and value, so a second item is refused by the CRD and replacing EKS-A's item would make EKS-A's next reconcile fail. This value is what the merged flag would be; these z-pages stay off on this version"
 			}
-			fmt.Fprintf(&b, "| %s | `--%s` | `%s` | %s |\n", it.Component, it.Name, it.Value, why)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(esc(string(it.Component))), cell(code("--"+it.Name)), cell(code(it.Value)), cell(esc(why)))
 		}
 		b.WriteString("\n")
 	}
+	r.writeImages(&b)
+	r.writeBindings(&b)
 
 	for _, t := range Destinations {
 		objs := r.ObjectsFor(t)
@@ -89,40 +97,191 @@ func (r *Result) PlanMarkdown() string {
 			b.WriteString("Apply to the cluster where Prometheus runs (the workload cluster): `kubectl apply --server-side --field-manager=eksa-metrics -k prometheus/`. `scrape-configs.yaml` is the same configuration for a Prometheus without the operator.\n\n")
 		}
 		for _, o := range objs {
-			fmt.Fprintf(&b, "- %s\n", o)
+			fmt.Fprintf(&b, "- %s\n", esc(o.String()))
 		}
 		b.WriteString("\n")
 	}
 
 	if c.Stack != metricsv1alpha1.StackGeneric {
-		fmt.Fprintf(&b, "## Monitoring stack: %s\n\n", c.Stack)
+		fmt.Fprintf(&b, "## Monitoring stack: %s\n\n", esc(string(c.Stack)))
 		fmt.Fprintf(&b, "Scrapers: %s.", scraperList(c.Scrapers))
 		if c.DefaultScraper {
 			b.WriteString(" (the stack's own Prometheus identity, because the section lists none)")
 		}
 		b.WriteString("\n")
 		for _, name := range sortedFiles(r.Files) {
-			fmt.Fprintf(&b, "- `prometheus/%s` is not an object: merge it into the %s release %q (`helm upgrade %s ... --reuse-values -f %s`).\n", name, c.Stack, c.Release, c.Release, name)
+			fmt.Fprintf(&b, "- %s is not an object: merge it into the %s release %q (%s).\n", code("prometheus/"+name), esc(string(c.Stack)), c.Release, code("helm upgrade "+c.Release+" ... --reuse-values -f "+name))
 		}
 		b.WriteString("\n")
 	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("## Warnings\n\n")
 		for _, w := range r.Warnings {
-			fmt.Fprintf(&b, "- %s: %s\n", w.Field, w.Detail)
+			fmt.Fprintf(&b, "- %s: %s\n", esc(w.Field), esc(w.Detail))
 		}
 		b.WriteString("\n")
 	}
 	if c.Exposure == metricsv1alpha1.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
-		b.WriteString("## Security\n\n`allowInsecure: true`: etcd and/or kube-proxy metrics are plain HTTP without authentication on every node address. Restrict ports 2381 and 10249 with a host firewall or security groups; NetworkPolicy does not apply to host-network ports.\n")
+		fmt.Fprintf(&b, "## Security\n\n`allowInsecure: true`: %s are plain HTTP without authentication on every node address. Restrict ports 2381 and 10249 with a host firewall or security groups; NetworkPolicy does not apply to host-network ports.\n", spec.InsecureExposed(c))
 	}
 	return b.String()
+}
+
+// esc is how every interpolated value reaches PLAN.md.
+func esc(s string) string { return safetext.Escape(s) }
+
+// code is s, escaped, as a Markdown code span: its fence is one backtick
+// longer than the longest run of backticks in s.
+func code(s string) string {
+	s = esc(s)
+	longest, run := 0, 0
+	for _, r := range s {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
+
+// cell makes an escaped string safe in a Markdown table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// destinationNote says which cluster a destination is.
+func destinationNote(t Destination) string {
+	if t == Management {
+		return "management cluster"
+	}
+	return "workload cluster"
+}
+
+// ImageUse is a container image that a render runs, and where.
+type ImageUse struct {
+	Image, Object, Container string
+	Destination              Destination
+	// Sidecar: a container apply adds to a management Deployment.
+	Sidecar bool
+}
+
+// Images are every container image that runs: the containers of the
+// rendered DaemonSets and Deployments, and the sidecars apply adds to
+// management Deployments. The values are as rendered: escape them for
+// display.
+func (r *Result) Images() []ImageUse {
+	var out []ImageUse
+	for _, o := range r.Objects {
+		for _, ct := range podContainers(o.Object) {
+			out = append(out, ImageUse{Image: ct.image, Object: o.String(), Container: ct.name, Destination: o.Destination})
+		}
+	}
+	for _, e := range r.DeploymentEdits {
+		if e.Sidecar != nil {
+			out = append(out, ImageUse{Image: e.Sidecar.Image, Object: e.Name(), Container: e.Sidecar.Name, Destination: Management, Sidecar: true})
+		}
+	}
+	return out
+}
+
+// RoleGrant is a rendered binding: the role it grants and to whom.
+type RoleGrant struct {
+	Binding, Role string
+	Destination   Destination
+	Subjects      []string
+}
+
+// Grants are every rendered ClusterRoleBinding and RoleBinding.
+func (r *Result) Grants() []RoleGrant {
+	var out []RoleGrant
+	for _, o := range r.Objects {
+		if o.Kind() != "ClusterRoleBinding" && o.Kind() != "RoleBinding" {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(o.Object, "roleRef", "kind")
+		name, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+		subs, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+		g := RoleGrant{Binding: o.String(), Role: templates.ObjectName(kind, "", name), Destination: o.Destination}
+		for _, s := range subs {
+			m, _ := s.(map[string]any)
+			sk, _ := m["kind"].(string)
+			sns, _ := m["namespace"].(string)
+			sn, _ := m["name"].(string)
+			g.Subjects = append(g.Subjects, templates.ObjectName(sk, sns, sn))
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// writeImages lists Images for PLAN.md.
+func (r *Result) writeImages(b *strings.Builder) {
+	var lines []string
+	for _, u := range r.Images() {
+		if u.Sidecar {
+			lines = append(lines, fmt.Sprintf("- %s: %s, container %s (management cluster), a sidecar that apply adds: it runs inside that pod, as a ServiceAccount of its own", code(u.Image), esc(u.Object), esc(u.Container)))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("- %s: %s, container %s (%s)", code(u.Image), esc(u.Object), esc(u.Container), destinationNote(u.Destination)))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("## Images that run\n\nEvery container image that runs, where and in which container:\n\n")
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n\n")
+}
+
+type podContainer struct{ name, image string }
+
+// podContainers are the containers and init containers of an object's pod
+// template.
+func podContainers(obj templates.Object) []podContainer {
+	var out []podContainer
+	for _, list := range []string{"initContainers", "containers"} {
+		cs, _, _ := unstructured.NestedSlice(obj, "spec", "template", "spec", list)
+		for _, c := range cs {
+			m, _ := c.(map[string]any)
+			name, _ := m["name"].(string)
+			image, _ := m["image"].(string)
+			if image != "" {
+				out = append(out, podContainer{name: name, image: image})
+			}
+		}
+	}
+	return out
+}
+
+// writeBindings lists Grants for PLAN.md.
+func (r *Result) writeBindings(b *strings.Builder) {
+	var lines []string
+	for _, g := range r.Grants() {
+		to := "nobody (no subjects)"
+		if len(g.Subjects) > 0 {
+			who := make([]string, len(g.Subjects))
+			for i, s := range g.Subjects {
+				who[i] = esc(s)
+			}
+			to = strings.Join(who, ", ")
+		}
+		lines = append(lines, fmt.Sprintf("- %s (%s): %s to %s", esc(g.Binding), destinationNote(g.Destination), esc(g.Role), to))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("## Who gets which role\n\nEvery binding rendered, the role it grants and to whom:\n\n")
+	b.WriteString(strings.Join(lines, "\n"))
+	b.WriteString("\n\n")
 }
 
 func scraperList(scrapers []metricsv1alpha1.Scraper) string {
 	out := make([]string, len(scrapers))
 	for i, s := range scrapers {
-		out[i] = templates.ObjectName(string(s.Kind), s.Namespace, s.Name)
+		out[i] = esc(templates.ObjectName(string(s.Kind), s.Namespace, s.Name))
 	}
 	return strings.Join(out, ", ")
 }
@@ -159,5 +318,7 @@ func describeEdit(e templates.DeploymentEdit) string {
 	if len(e.SetArgs) > 0 {
 		s += ", which " + args + " keeps on loopback (a value the binary may already have)"
 	}
+	s += "; the sidecar runs as ServiceAccount " + e.Component.Namespace + "/" + templates.SidecarSA + " (auth-delegator only; its token Secret " + templates.SidecarTokenSecret +
+		" is mounted into the sidecar alone), not as the controller's ServiceAccount " + e.Component.ServiceAccount
 	return s + "; its pods restart." + how
 }

@@ -197,7 +197,7 @@ func (r *Result) add(t Destination, objs ...templates.Object) {
 // kindOrder puts objects in the order they can be applied.
 var kindOrder = map[string]int{
 	"Namespace": 0, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 3, "Role": 4, "RoleBinding": 5,
-	"ConfigMap": 6, "Secret": 6, "ClusterIssuer": 6, "Certificate": 6, "Service": 7, "DaemonSet": 8, "Deployment": 9, "KubeadmControlPlane": 10,
+	"ConfigMap": 6, "Secret": 6, "Issuer": 6, "Certificate": 6, "Service": 7, "DaemonSet": 8, "Deployment": 9, "KubeadmControlPlane": 10,
 	"ServiceMonitor": 11, "PodMonitor": 12, "Package": 13,
 }
 

@@ -178,9 +178,10 @@ spec:
 	}
 }
 
-// tls.certificates: cert-manager adds the ClusterIssuers and Certificates
-// (pinned) to what tls.certificates: eksa-metrics renders, and changes
-// nothing else: the proxies mount the same Secrets either way.
+// tls.certificates: cert-manager adds the Issuers and Certificates (pinned;
+// namespaced, never a ClusterIssuer) to what tls.certificates: eksa-metrics
+// renders, and changes nothing else: the proxies mount the same Secrets
+// either way.
 func TestGoldenCertManager(t *testing.T) {
 	sp := filepath.Join(testutil.SharedFixtures(t), "specs", "docker.yaml")
 	base := fixtureWithMetrics(t, sp, "proxy")
@@ -190,7 +191,10 @@ func TestGoldenCertManager(t *testing.T) {
 	rest, onlyAdded := *cm, *cm
 	rest.Objects, onlyAdded.Objects = nil, nil
 	for _, o := range cm.Objects {
-		if o.Kind() == "Certificate" || o.Kind() == "ClusterIssuer" {
+		if o.Kind() == "ClusterIssuer" {
+			t.Errorf("%s: a ClusterIssuer signs a Certificate from any namespace", o)
+		}
+		if o.Kind() == "Certificate" || o.Kind() == "Issuer" {
 			added = append(added, o.String())
 			onlyAdded.Objects = append(onlyAdded.Objects, o)
 		} else {

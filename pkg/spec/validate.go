@@ -188,7 +188,7 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 			warn(DocMetrics, root.Child("exposure"), "bindAddress sets bind-address=0.0.0.0 on kube-controller-manager and kube-scheduler (a CIS 1.3.7/1.4.2 deviation) and rolls every control-plane machine once")
 		}
 		if c.AllowInsecure && (c.Etcd || c.KubeProxy) {
-			warn(DocMetrics, root.Child("allowInsecure"), "etcd and kube-proxy metrics will be served as plain HTTP without authentication on every node address; restrict them with a host firewall")
+			warn(DocMetrics, root.Child("allowInsecure"), "%s", InsecureWarning(c))
 		}
 	}
 	if c.ExternalEtcdScrape {
@@ -298,6 +298,46 @@ func validateScrapers(scrapers []metricsv1alpha1.Scraper, p *field.Path) (field.
 		}
 	}
 	return errs, warns
+}
+
+// InsecureWarning is the warning of bindAddress with allowInsecure.
+func InsecureWarning(c *Config) string {
+	return InsecureExposed(c) + " will be served as plain HTTP without authentication on every node address; restrict them with a host firewall"
+}
+
+// InsecureExposed names what bindAddress with allowInsecure serves as plain
+// HTTP without authentication: etcd's metrics listener (2381) and
+// kube-proxy's metrics server (10249), which serves much more than metrics
+// (KubeProxyMetricsServerPaths).
+func InsecureExposed(c *Config) string {
+	var parts []string
+	if c.Etcd {
+		parts = append(parts, "etcd's metrics (2381)")
+	}
+	if c.KubeProxy {
+		parts = append(parts, "kube-proxy's metrics server (10249), which serves "+KubeProxyMetricsServerPaths(c.KubeVersion)+",")
+	}
+	return strings.Join(parts, " and ")
+}
+
+// KubeProxyMetricsServerPaths are the paths kube-proxy's metrics server
+// serves, none of them authenticated, on metricsBindAddress: serveMetrics in
+// k8s.io/kubernetes cmd/kube-proxy/app/server.go (v1.36.3 line 469, v1.34.4
+// line 460, the same list) installs /healthz (healthz.InstallHandler, with
+// /healthz/ping), /metrics/slis (slis.SLIMetricsWithReset, where a DELETE
+// resets the SLI metrics), /proxyMode, /metrics, /configz (the whole
+// KubeProxyConfiguration), /flagz and /statusz when the ComponentFlagz and
+// ComponentStatusz gates are on (by default from 1.36; eksa-metrics sets no
+// gate on kube-proxy), and, with enableProfiling in config.conf,
+// /debug/pprof/ and /debug/flags/v (routes.Profiling, routes.DebugFlags,
+// whose PUT sets the log verbosity).
+func KubeProxyMetricsServerPaths(v KubeVersion) string {
+	zpages := "/statusz and /flagz where the ComponentStatusz and ComponentFlagz feature gates are on"
+	if v.AtLeast(ZPagesDefaultOnMinor) {
+		zpages = "/statusz, /flagz (every flag)"
+	}
+	return "/metrics, /metrics/slis (a DELETE resets the SLI metrics), /healthz, /proxyMode, /configz (kube-proxy's whole configuration), " + zpages +
+		", and with enableProfiling in config.conf /debug/pprof/ and /debug/flags/v (a PUT sets the log verbosity)"
 }
 
 // subjectNameProblem checks a User or Group name: Kubernetes accepts any

@@ -21,6 +21,45 @@ import (
 // metrics only as plain HTTP.
 const SidecarName = "kube-rbac-proxy"
 
+// The sidecar's own identity. A pod has one ServiceAccount, and the
+// ServiceAccount admission plugin mounts its token into every container that
+// has no mount at DefaultAPITokenMountPath of its own (k8s.io/kubernetes
+// v1.36.3 plugin/pkg/admission/serviceaccount/admission.go,
+// mountServiceAccountToken: "Existing mounts at the default mount path
+// prevent mounting of the API token"). A sidecar in cert-manager's pod would
+// so hold cert-manager's token, and with it cert-manager's cluster-wide
+// rights on Secrets. The sidecar therefore runs as SidecarSA, a ServiceAccount
+// of eksa-metrics in each namespace that gets a sidecar, bound to
+// system:auth-delegator only (TokenReview and SubjectAccessReview, what
+// kube-rbac-proxy does), whose token Secret SidecarTokenSecret is mounted
+// into the sidecar alone at that path: the admission plugin then skips the
+// sidecar, and the controller's own container keeps its token as shipped.
+//
+// Why a token Secret: a projected serviceAccountToken source is always the
+// token of the pod's own ServiceAccount, and a token that apply would
+// request (TokenRequest) for SidecarSA and write into a Secret expires unless
+// something renews it. The kubernetes.io/service-account-token Secret is
+// the documented long-lived token for a ServiceAccount: kube-controller-manager's
+// token controller fills in token, ca.crt and namespace (the three files
+// in-cluster configuration reads), deleting the Secret revokes the token
+// (apply makes a new one; client-go in kube-rbac-proxy reads the token file
+// again), and the legacy-token cleaner leaves it alone, because no
+// ServiceAccount lists it in its secrets (k8s.io/kubernetes v1.36.3
+// pkg/controller/serviceaccount/legacy_serviceaccount_token_cleaner.go). It
+// never expires, which is why its identity can do nothing but review tokens.
+const (
+	SidecarSA          = Prefix + "-sidecar"
+	SidecarTokenSecret = SidecarSA + "-token"
+	// SidecarTokenVolume is the pod volume of the token. Not
+	// "kube-api-access-...": the admission plugin takes a volume of that
+	// prefix for the pod's own token and would mount it everywhere.
+	SidecarTokenVolume = SidecarSA + "-token"
+	// serviceAccountDir is where in-cluster configuration (client-go
+	// rest.InClusterConfig) reads token, ca.crt and namespace, and where the
+	// admission plugin mounts the pod's token (DefaultAPITokenMountPath).
+	serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+)
+
 // ManagementComponents returns the catalog rows that apply to the cluster,
 // resolved for the EKS Anywhere release it runs: a management cluster with
 // managementComponents on, the rows of its provider, minus
@@ -90,9 +129,10 @@ type DeploymentEdit struct {
 	SetArgs []string
 	// Sidecar is added, or replaces a container of the same name.
 	Sidecar *corev1.Container
-	// Volume (the sidecar's serving certificate) is added to the pod, or
-	// replaces a volume of the same name.
-	Volume *corev1.Volume
+	// Volumes (the sidecar's token and serving certificate, mounted into the
+	// sidecar only) are added to the pod, each replacing a volume of the
+	// same name.
+	Volumes []corev1.Volume
 }
 
 // SidecarVolume is the pod volume of the sidecar's serving certificate.
@@ -136,15 +176,23 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 				Ports:           []corev1.ContainerPort{port},
 				SecurityContext: hardened(65532),
 				Resources:       smallResources(),
+				// Its own identity, never the pod's ServiceAccount (see SidecarSA).
+				VolumeMounts: []corev1.VolumeMount{{Name: SidecarTokenVolume, MountPath: serviceAccountDir, ReadOnly: true}},
 			}
+			// Readable by the sidecar's user without changing the pod's
+			// fsGroup; optional, so that the controller's pods still start
+			// should the Secret be gone (the sidecar then fails alone, and
+			// verify says so) instead of waiting for a Secret of eksa-metrics.
+			e.Volumes = []corev1.Volume{{Name: SidecarTokenVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: SidecarTokenSecret, DefaultMode: ptr.To[int32](0o444), Optional: ptr.To(true)}}}}
 			if c.ServingCertificates {
 				dir := ServingDir(components.ID(m.Deployment))
 				e.Sidecar.Args = append(e.Sidecar.Args, "--tls-cert-file="+dir+"/tls.crt", "--tls-private-key-file="+dir+"/tls.key")
-				e.Sidecar.VolumeMounts = []corev1.VolumeMount{{Name: SidecarVolume, MountPath: dir, ReadOnly: true}}
+				e.Sidecar.VolumeMounts = append(e.Sidecar.VolumeMounts, corev1.VolumeMount{Name: SidecarVolume, MountPath: dir, ReadOnly: true})
 				// Mounted only into the sidecar; readable by its user without
 				// changing the pod's fsGroup.
-				e.Volume = &corev1.Volume{Name: SidecarVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: ServingSecret(components.ID(m.Deployment)), DefaultMode: ptr.To[int32](0o444)}}}
+				e.Volumes = append(e.Volumes, corev1.Volume{Name: SidecarVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: ServingSecret(components.ID(m.Deployment)), DefaultMode: ptr.To[int32](0o444)}}})
 			}
 		}
 		out = append(out, e)
@@ -190,11 +238,11 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 			spec.Containers = append(spec.Containers, *e.Sidecar.DeepCopy())
 		}
 	}
-	if e.Volume != nil {
-		if i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == e.Volume.Name }); i < 0 {
-			spec.Volumes = append(spec.Volumes, *e.Volume.DeepCopy())
-		} else if !equality.Semantic.DeepEqual(spec.Volumes[i], *e.Volume) {
-			spec.Volumes[i] = *e.Volume.DeepCopy()
+	for _, v := range e.Volumes {
+		if i := slices.IndexFunc(spec.Volumes, func(x corev1.Volume) bool { return x.Name == v.Name }); i < 0 {
+			spec.Volumes = append(spec.Volumes, *v.DeepCopy())
+		} else if !equality.Semantic.DeepEqual(spec.Volumes[i], v) {
+			spec.Volumes[i] = *v.DeepCopy()
 		}
 	}
 	return !equality.Semantic.DeepEqual(before, d), nil
@@ -233,10 +281,12 @@ func setArg(args []string, arg string) []string {
 
 // ManagementObjects renders, per management component, a <deployment>-metrics
 // Service (https 8443, selecting the pods by their shipped labels) and, where
-// the component's ServiceAccount may not review tokens, its auth-delegator
-// binding.
+// the component serves metrics itself and its ServiceAccount may not review
+// tokens, its auth-delegator binding; and, per namespace that gets a
+// sidecar, the sidecar's own identity (SidecarIdentity).
 func ManagementObjects(c *spec.Config) []Object {
 	var out []Object
+	var sidecarNS []string
 	for _, m := range ManagementComponents(c) {
 		svc := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: m.Deployment + "-metrics", Namespace: m.Namespace, Labels: labels(map[string]string{ComponentLabel: m.Deployment, JobLabel: m.Deployment})},
@@ -246,9 +296,47 @@ func ManagementObjects(c *spec.Config) []Object {
 			},
 		}
 		out = append(out, toObject("v1", "Service", svc))
-		if m.AuthDelegator {
+		if BindsController(m) {
 			out = append(out, AuthDelegatorBinding(Prefix+"-"+m.Deployment+":auth-delegator", m.ServiceAccount, m.Namespace))
 		}
+		if m.Method == components.Sidecar && !slices.Contains(sidecarNS, m.Namespace) {
+			sidecarNS = append(sidecarNS, m.Namespace)
+		}
+	}
+	for _, ns := range sidecarNS {
+		out = append(out, SidecarIdentity(ns)...)
 	}
 	return out
+}
+
+// BindsController reports whether the controller's own ServiceAccount gets an
+// auth-delegator binding: where it serves metrics itself (secure
+// diagnostics) and its role cannot review tokens. A sidecar reviews them as
+// SidecarSA, so its controller gets no binding for it.
+func BindsController(m components.Resolved) bool {
+	return m.AuthDelegator && m.Method != components.Sidecar
+}
+
+// SidecarBinding is the name of the auth-delegator ClusterRoleBinding of a
+// namespace's SidecarSA.
+func SidecarBinding(namespace string) string { return SidecarSA + ":" + namespace + ":auth-delegator" }
+
+// SidecarIdentity is what the sidecars of one namespace run as: ServiceAccount
+// SidecarSA (never a pod's: no token is automounted for it), its
+// auth-delegator binding, and its token Secret, which kube-controller-manager's
+// token controller fills in (token, ca.crt, namespace). The Secret names the
+// ServiceAccount by name only; the token controller adds its UID.
+func SidecarIdentity(namespace string) []Object {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: SidecarSA, Namespace: namespace, Labels: labels(nil)},
+		AutomountServiceAccountToken: ptr.To(false)}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: SidecarTokenSecret, Namespace: namespace, Labels: labels(nil),
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: SidecarSA}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
+	return []Object{
+		toObject("v1", "ServiceAccount", sa),
+		AuthDelegatorBinding(SidecarBinding(namespace), SidecarSA, namespace),
+		toObject("v1", "Secret", secret),
+	}
 }

@@ -1,6 +1,8 @@
 package templates_test
 
 import (
+	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -98,8 +100,8 @@ func checkAgainstManifest(t *testing.T, file string, c *spec.Config, e templates
 	if sa != m.ServiceAccount {
 		t.Errorf("%s: the pods run as ServiceAccount %s, the catalog says %s", m.Deployment, sa, m.ServiceAccount)
 	}
-	if (binding != nil) != m.AuthDelegator {
-		t.Errorf("%s: auth-delegator binding rendered: %t, the catalog says %t", m.Deployment, binding != nil, m.AuthDelegator)
+	if want := templates.BindsController(m); (binding != nil) != want {
+		t.Errorf("%s: auth-delegator binding rendered: %t, want %t (the catalog says its role lacks token reviews: %t; %s)", m.Deployment, binding != nil, want, m.AuthDelegator, m.Method)
 	}
 	if binding != nil {
 		subj := binding["subjects"].([]any)[0].(map[string]any)
@@ -127,7 +129,8 @@ func checkAgainstManifest(t *testing.T, file string, c *spec.Config, e templates
 }
 
 // keepsEverythingElse: after the edit, only the edit's own arguments differ
-// (each other argument kept, in order) and only its sidecar is added.
+// (each other argument kept, in order) and only its sidecar and its volumes
+// are added.
 func keepsEverythingElse(t *testing.T, e templates.DeploymentEdit, before, after *appsv1.Deployment) {
 	t.Helper()
 	got := after.DeepCopy()
@@ -138,6 +141,14 @@ func keepsEverythingElse(t *testing.T, e templates.DeploymentEdit, before, after
 			t.Fatalf("%s: the sidecar is not as rendered", e.Name())
 		}
 		cs = slices.Delete(cs, i, i+1)
+	}
+	for _, v := range e.Volumes {
+		vs := got.Spec.Template.Spec.Volumes
+		j := slices.IndexFunc(vs, func(x corev1.Volume) bool { return x.Name == v.Name })
+		if j < 0 || !equality.Semantic.DeepEqual(vs[j], v) {
+			t.Fatalf("%s: volume %s is not as rendered", e.Name(), v.Name)
+		}
+		got.Spec.Template.Spec.Volumes = slices.Delete(vs, j, j+1)
 	}
 	i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == e.Container })
 	flagOf := func(a string) string { f, _, _ := strings.Cut(a, "="); return f }
@@ -168,7 +179,7 @@ func keepsEverythingElse(t *testing.T, e templates.DeploymentEdit, before, after
 	cs[i].Args = before.Spec.Template.Spec.Containers[slices.IndexFunc(before.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == e.Container })].Args
 	got.Spec.Template.Spec.Containers = cs
 	if !equality.Semantic.DeepEqual(before, got) {
-		t.Errorf("%s: the edit changed fields besides its arguments and sidecar", e.Name())
+		t.Errorf("%s: the edit changed fields besides its arguments, sidecar and volumes", e.Name())
 	}
 }
 
@@ -377,5 +388,128 @@ func TestEditOfAChangedManifest(t *testing.T) {
 	d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "other"}}
 	if _, err := e.Apply(&d); err == nil || !strings.Contains(err.Error(), `no container "manager"`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// The security finding: a sidecar in cert-manager's pod must not hold
+// cert-manager's token. On the real upstream Deployments of every release
+// with a sidecar, the sidecar mounts its own ServiceAccount's token Secret
+// at the path where the ServiceAccount admission plugin would mount the
+// pod's (so the plugin skips it), no other container mounts that Secret or
+// anything at that path, and the namespace gets exactly one sidecar
+// ServiceAccount, token Secret and auth-delegator binding, while the
+// controller's own ServiceAccount gets no binding for the sidecar.
+// test/integration proves what the admission plugin then does.
+func TestSidecarRunsAsItsOwnServiceAccount(t *testing.T) {
+	const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	type release struct {
+		provider spec.Provider
+		eksa     string
+		files    map[string]string
+	}
+	v023 := map[string]string{"eksa-controller-manager": "eksa-controller-manager-v0.23.7.yaml", "etcdadm-controller-controller-manager": "etcdadm-controller-v1.0.24.yaml"}
+	seen := map[string]bool{}
+	for _, r := range []release{{spec.ProviderTinkerbell, "v0.26.1", upstreamFile}, {spec.ProviderSnow, "v0.26.1", upstreamFile}, {spec.ProviderVSphere, "v0.23.7", v023}} {
+		for _, serving := range []bool{false, true} {
+			c := mgmtConfig(r.provider, r.eksa)
+			c.ServingCertificates = serving
+			objs := templates.ManagementObjects(c)
+			sidecarNS := map[string]bool{}
+			for _, e := range templates.ManagementEdits(c) {
+				if e.Component.Method != components.Sidecar {
+					continue
+				}
+				sidecarNS[e.Component.Namespace] = true
+				file, ok := r.files[e.Component.Deployment]
+				if !ok {
+					continue // another release's manifest; its namespace is counted
+				}
+				seen[e.Component.Deployment] = true
+				name := fmt.Sprintf("%s/%s/serving=%t", r.eksa, e.Component.Deployment, serving)
+				d := testutil.UpstreamDeployment(t, testutil.UpstreamManifest(t, file), e.Component.Namespace, e.Component.Deployment)
+				if _, err := e.Apply(d); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				pod := d.Spec.Template.Spec
+				var tokenVolume string
+				for _, v := range pod.Volumes {
+					if strings.HasPrefix(v.Name, "kube-api-access-") {
+						t.Errorf("%s: volume %s has the prefix the admission plugin takes for the pod's own token", name, v.Name)
+					}
+					if v.Secret != nil && v.Secret.SecretName == templates.SidecarTokenSecret {
+						tokenVolume = v.Name
+						if v.Secret.DefaultMode == nil || *v.Secret.DefaultMode != 0o444 {
+							t.Errorf("%s: token volume mode %v, want 0444 (the sidecar's user reads it without the pod's fsGroup)", name, v.Secret.DefaultMode)
+						}
+					}
+				}
+				if tokenVolume == "" {
+					t.Fatalf("%s: no volume of Secret %s", name, templates.SidecarTokenSecret)
+				}
+				for _, ct := range pod.Containers {
+					atPath, token := false, false
+					for _, m := range ct.VolumeMounts {
+						if m.MountPath == saDir {
+							atPath = true
+							if m.Name != tokenVolume || !m.ReadOnly {
+								t.Errorf("%s: container %s mounts %s (readOnly %t) at %s", name, ct.Name, m.Name, m.ReadOnly, saDir)
+							}
+						}
+						token = token || m.Name == tokenVolume
+					}
+					if sidecar := ct.Name == templates.SidecarName; atPath != sidecar || token != sidecar {
+						t.Errorf("%s: container %s: a mount at %s: %t, of the sidecar's token: %t; want both %t", name, ct.Name, saDir, atPath, token, sidecar)
+					}
+				}
+				for _, o := range objs {
+					md := o["metadata"].(map[string]any)
+					if o["kind"] == "ClusterRoleBinding" && md["name"] == templates.Prefix+"-"+e.Component.Deployment+":auth-delegator" {
+						t.Errorf("%s: the controller's ServiceAccount %s is bound to auth-delegator, though the sidecar reviews tokens as %s", name, e.Component.ServiceAccount, templates.SidecarSA)
+					}
+				}
+			}
+			// One identity per namespace with a sidecar, none elsewhere.
+			count := map[string]int{}
+			for _, o := range objs {
+				md := o["metadata"].(map[string]any)
+				ns, _ := md["namespace"].(string)
+				switch {
+				case o["kind"] == "ServiceAccount" && md["name"] == templates.SidecarSA:
+					count[ns+" ServiceAccount"]++
+					if o["automountServiceAccountToken"] != false {
+						t.Errorf("ServiceAccount %s/%s automounts its token into pods that would run as it", ns, templates.SidecarSA)
+					}
+				case o["kind"] == "Secret" && md["name"] == templates.SidecarTokenSecret:
+					count[ns+" Secret"]++
+					ann, _ := md["annotations"].(map[string]any)
+					if o["type"] != "kubernetes.io/service-account-token" || ann["kubernetes.io/service-account.name"] != templates.SidecarSA || o["data"] != nil {
+						t.Errorf("Secret %s/%s: %v", ns, templates.SidecarTokenSecret, o)
+					}
+				case o["kind"] == "ClusterRoleBinding" && strings.HasPrefix(md["name"].(string), templates.SidecarSA+":"):
+					subj, ref := o["subjects"].([]any), o["roleRef"].(map[string]any)
+					s0 := subj[0].(map[string]any)
+					ns, _ = s0["namespace"].(string)
+					count[ns+" ClusterRoleBinding"]++
+					if len(subj) != 1 || s0["kind"] != "ServiceAccount" || s0["name"] != templates.SidecarSA || md["name"] != templates.SidecarBinding(ns) ||
+						ref["kind"] != "ClusterRole" || ref["name"] != templates.AuthDelegator {
+						t.Errorf("ClusterRoleBinding %s: %v -> %v", md["name"], subj, ref)
+					}
+				}
+			}
+			want := map[string]int{}
+			for ns := range sidecarNS {
+				for _, k := range []string{"ServiceAccount", "Secret", "ClusterRoleBinding"} {
+					want[ns+" "+k] = 1
+				}
+			}
+			if !maps.Equal(count, want) {
+				t.Errorf("%s %s: the sidecar identities rendered %v, want %v", r.provider, r.eksa, count, want)
+			}
+		}
+	}
+	for _, d := range []string{"cert-manager", "cert-manager-cainjector", "cert-manager-webhook", "eks-anywhere-packages", "capt-controller-manager", "capas-controller-manager", "eksa-controller-manager", "etcdadm-controller-controller-manager"} {
+		if !seen[d] {
+			t.Errorf("%s: no sidecar checked", d)
+		}
 	}
 }

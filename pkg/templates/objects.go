@@ -42,7 +42,9 @@ const (
 	// ServingCA is the Secret (kube-system) of the CA that signs the
 	// proxies' serving certificates, and the ConfigMap (in the monitoring
 	// namespace and each scraper's) that publishes its certificate under
-	// CABundleKey. apply creates them (tls.certificates: eksa-metrics).
+	// CABundleKey. apply creates them (tls.certificates: eksa-metrics; with
+	// cert-manager the ConfigMap holds the certificate of every namespace's
+	// IssuerCA instead).
 	ServingCA   = Prefix + "-serving-ca"
 	CABundleKey = "ca.crt"
 	// CertificateLabel marks the Secrets and ConfigMaps of the certificates

@@ -72,13 +72,21 @@ func apiAccessMount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: apiAccessVolume, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}
 }
 
-// HAProxyConfig is the TCP pass-through configuration for the secure ports of
-// kube-controller-manager and kube-scheduler: TLS stays end to end and the
-// component authenticates and authorizes the scraper itself.
+// HAProxyConfig is the configuration of HAProxy in front of the
+// loopback-only secure ports of kube-controller-manager and kube-scheduler.
+// With serving certificates (tls.certificates eksa-metrics or cert-manager)
+// it terminates TLS and allows only GET of the paths the reader roles grant
+// (haproxyTLS); with tls.certificates: none it is a TCP pass-through, TLS end
+// to end. Either way the component itself still authenticates and
+// authorizes every request that reaches it.
 func HAProxyConfig(c *spec.Config) string {
+	if c.ServingCertificates {
+		return haproxyTLS(c)
+	}
 	var b strings.Builder
 	b.WriteString(`# Rendered by eksa-metrics. TCP pass-through from the node address to the
-# loopback-only secure ports; TLS, authentication and authorization stay with
+# loopback-only secure ports (tls.certificates: none): HAProxy sees no request,
+# so TLS, authentication, authorization and which paths are served stay with
 # the component itself.
 global
   log stdout format raw local0 notice
@@ -92,9 +100,6 @@ defaults
   timeout client 60s
   timeout server 60s
 `)
-	if c.ServingCertificates {
-		return haproxyTLS(c, &b)
-	}
 	for _, comp := range proxied(c, components.HAProxyPassThrough) {
 		fmt.Fprintf(&b, "\nfrontend %s\n  bind \"${%s}:%d\"\n  default_backend %s\n", comp.ID, NodeIPEnv, comp.Port, comp.ID)
 		fmt.Fprintf(&b, "\nbackend %s\n  server local 127.0.0.1:%d\n", comp.ID, comp.Port)
@@ -102,18 +107,66 @@ defaults
 	return b.String()
 }
 
+// HAProxy's TLS cipher lists, on the node address (bind) and towards the
+// component (server): ECDHE key exchange with AES-GCM or ChaCha20-Poly1305
+// under TLS 1.2 (no CBC, no SHA-1 MAC, no static RSA), and the three TLS 1.3
+// suites. The serving certificates are ECDSA (eksa-metrics' CA and the
+// cert-manager Certificates alike); the components' in-memory self-signed
+// certificates are RSA.
+const (
+	HAProxyCiphers      = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+	HAProxyCipherSuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+)
+
+// HAProxyAllowPaths are the paths HAProxy forwards to a component: what the
+// reader roles grant for it (ProxyAllowPaths, as for a kube-rbac-proxy). The
+// proxies have no probes, and the static pods' probes reach the loopback
+// port directly, so no health path is among them.
+func HAProxyAllowPaths(c *spec.Config, comp components.Cluster) []string {
+	return ProxyAllowPaths(c, comp)
+}
+
 // haproxyTLS: HAProxy terminates TLS on the node address with eksa-metrics'
-// certificate (which Prometheus verifies) and forwards each request, its
-// Authorization header untouched, over TLS to the loopback port, where the
-// component still authenticates and authorizes the caller. The loopback hop
-// cannot verify the component's in-memory self-signed certificate; it never
-// leaves the node.
-func haproxyTLS(c *spec.Config, b *strings.Builder) string {
+// certificate (which Prometheus verifies), answers 403 itself to anything
+// but a GET or HEAD of an allowed path (matched exactly, before any
+// decoding, query string aside), and forwards the rest, its Authorization
+// header untouched, over TLS to the loopback port, where the component still
+// authenticates and authorizes the caller. The loopback hop cannot verify
+// the component's in-memory self-signed certificate; it never leaves the
+// node.
+func haproxyTLS(c *spec.Config) string {
 	minVer := map[string]string{metricsv1alpha1.TLS12: "TLSv1.2", metricsv1alpha1.TLS13: "TLSv1.3"}[c.TLSMinVersion]
+	var b strings.Builder
+	fmt.Fprintf(&b, `# Rendered by eksa-metrics. HAProxy terminates TLS on the node address with
+# eksa-metrics' serving certificate (ciphers below; TLS 1.2 with ECDHE and
+# AES-GCM or ChaCha20, or TLS 1.3), answers 403 itself to any request that is
+# not a GET or HEAD of a path the reader roles grant (the allow-list in each
+# frontend), and forwards the others, their Authorization header untouched,
+# re-encrypted with TLS to the loopback-only secure port, where the component
+# authenticates and authorizes the caller itself.
+global
+  log stdout format raw local0 notice
+  maxconn 512
+  ssl-default-bind-ciphers %[1]s
+  ssl-default-bind-ciphersuites %[2]s
+  ssl-default-bind-options ssl-min-ver %[3]s no-tls-tickets
+  ssl-default-server-ciphers %[1]s
+  ssl-default-server-ciphersuites %[2]s
+  ssl-default-server-options ssl-min-ver TLSv1.2
+
+defaults
+  mode http
+  log global
+  option dontlognull
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+`, HAProxyCiphers, HAProxyCipherSuites, minVer)
 	for _, comp := range proxied(c, components.HAProxyPassThrough) {
-		fmt.Fprintf(b, "\nfrontend %s\n  mode http\n  bind \"${%s}:%d\" ssl crt %s/%s ssl-min-ver %s alpn http/1.1\n  default_backend %s\n",
-			comp.ID, NodeIPEnv, comp.Port, ServingDir(comp.ID), haproxyCertFile, minVer, comp.ID)
-		fmt.Fprintf(b, "\nbackend %s\n  mode http\n  server local 127.0.0.1:%d ssl verify none sni str(localhost)\n", comp.ID, comp.Port)
+		fmt.Fprintf(&b, "\nfrontend %s\n  bind \"${%s}:%d\" ssl crt %s/%s alpn http/1.1\n", comp.ID, NodeIPEnv, comp.Port, ServingDir(comp.ID), haproxyCertFile)
+		fmt.Fprintf(&b, "  http-request deny deny_status 403 unless METH_GET { path %s }\n", strings.Join(HAProxyAllowPaths(c, comp), " "))
+		fmt.Fprintf(&b, "  default_backend %s\n", comp.ID)
+		fmt.Fprintf(&b, "\nbackend %s\n  server local 127.0.0.1:%d ssl verify none sni str(localhost)\n", comp.ID, comp.Port)
 	}
 	return b.String()
 }

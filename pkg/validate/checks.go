@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -228,7 +229,7 @@ func checkExternalEtcd(_ context.Context, in *Input) Result {
 func checkInsecure(_ context.Context, in *Input) Result {
 	c := in.Result.Config
 	if c.Exposure == metricsv1alpha1.ExposureBindAddress && c.AllowInsecure && (c.Etcd || c.KubeProxy) {
-		return Result{Status: Warn, Message: "etcd and/or kube-proxy metrics are plain HTTP without authentication on every node address (allowInsecure)",
+		return Result{Status: Warn, Message: spec.InsecureExposed(c) + " are plain HTTP without authentication on every node address (allowInsecure)",
 			Remediation: "restrict ports 2381 and 10249 with a host firewall or security groups, or use exposure: proxy"}
 	}
 	return pass("no plain-HTTP endpoint leaves loopback")
@@ -446,9 +447,11 @@ func checkNotPaused(ctx context.Context, in *Input) Result {
 // checkManagementComponents holds the catalog against the live management
 // cluster: each controller's Deployment runs as the ServiceAccount the
 // rendered binding names, its pods carry the labels the rendered Service
-// selects, and that ServiceAccount may review tokens (itself, or through the
-// rendered auth-delegator binding), without which its secure metrics refuse
-// every scraper.
+// selects, and, where the controller serves metrics itself, that
+// ServiceAccount may review tokens (itself, or through the rendered
+// auth-delegator binding), without which its secure metrics refuse every
+// scraper. A sidecar reviews them as its own ServiceAccount
+// (templates.SidecarSA), which eksa-metrics renders and binds.
 func checkManagementComponents(ctx context.Context, in *Input) Result {
 	c := in.Result.Config
 	rows := templates.ManagementComponents(c)
@@ -475,8 +478,8 @@ func checkManagementComponents(ctx context.Context, in *Input) Result {
 		if !labels.SelectorFromSet(m.PodLabels).Matches(labels.Set(d.Spec.Template.Labels)) {
 			problems = append(problems, fmt.Sprintf("%s: its pods carry %v, the rendered Service selects %v, so it would select no pod", m.ID(), d.Spec.Template.Labels, m.PodLabels))
 		}
-		if m.AuthDelegator {
-			continue // the rendered binding grants it
+		if m.AuthDelegator || m.Method == components.Sidecar {
+			continue // the rendered binding grants it (to the controller, or to the sidecar's own ServiceAccount)
 		}
 		user := fmt.Sprintf("system:serviceaccount:%s:%s", m.Namespace, sa)
 		for _, r := range []authorizationv1.ResourceAttributes{

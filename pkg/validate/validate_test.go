@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -194,6 +196,28 @@ func TestOnlineChecksAreSkippedOffline(t *testing.T) {
 			if c.Name == r.Name && (c.Kind == "online" || c.Kind == "upgrade" || c.Name == "cis-bind-address") && r.Status != Skipped {
 				t.Errorf("%s: %s, want skipped", r.Name, r.Status)
 			}
+		}
+	}
+}
+
+// A workload kubeconfig Secret refused for its plugins or files fails the
+// online checks (invalid input, exit 3) with the way out; an unreachable
+// cluster only keeps them from running.
+func TestOnlineChecksWithARefusedKubeconfig(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want Status
+		says string
+	}{
+		{&cluster.KubeconfigRefusedError{Source: "Secret eksa-system/prod-kubeconfig", Refused: []cluster.RefusedField{{Entry: `user "a"`, Field: "exec", Why: "it would run a command"}}},
+			Fail, "--insecure-kubeconfig-secrets"},
+		{&cluster.UnreachableError{Role: "management", Kubeconfig: "k", Err: errors.New("connection refused")}, Error, "check --kubeconfig"},
+	} {
+		in := input(t, example("vsphere-management"), spec.Options{}, nil)
+		in.OnlineErr = tc.err
+		r := result(t, in, "drift")
+		if r.Status != tc.want || !strings.Contains(r.Remediation, tc.says) || len(r.Details) != 1 || r.Details[0] != tc.err.Error() {
+			t.Errorf("%T: %+v, want %s saying %q", tc.err, r, tc.want, tc.says)
 		}
 	}
 }

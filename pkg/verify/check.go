@@ -157,7 +157,7 @@ func check(ctx context.Context, t Target, opts Options) Result {
 		} else if t.ServingName != "" {
 			// What Prometheus checks: the name and eksa-metrics' CA.
 			if opts.ServingCA == nil {
-				fail("the CA of eksa-metrics' serving certificates (Secret %s in %s, or in %s with tls.certificates: cert-manager) could not be read, so this certificate cannot be verified; no token was sent", templates.ServingCA, templates.SystemNS, templates.CertManagerNS)
+				fail("the CA of eksa-metrics' serving certificates (Secret %s in %s, or with tls.certificates: cert-manager Secret %s in the certificate's namespace) could not be read, so this certificate cannot be verified; no token was sent", templates.ServingCA, templates.SystemNS, templates.IssuerCA)
 				return r
 			}
 			if r.TLS != "eksa-metrics CA" {

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
+	"time"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 
@@ -26,6 +29,29 @@ const Namespace = "kube-system"
 // tokenSeconds is the shortest lifetime the TokenRequest API grants.
 const tokenSeconds = 600
 
+// RunLabel is on every temporary object of a verify run (with the
+// app.kubernetes.io/managed-by label); its value is the run's id.
+const RunLabel = "eksa-metrics/verify-run"
+
+// StaleAfter is the age from which a temporary object of another verify run
+// is a leftover (of a run that was killed, SIGKILL or a lost machine, before
+// its cleanup): that run's tokens expired after tokenSeconds, and a run uses
+// its tokens only while it runs, so no verify still running needs it. Five
+// minutes more absorb a clock skew between this machine and the API server.
+// Two verify runs at once keep each other's objects.
+const StaleAfter = tokenSeconds*time.Second + 5*time.Minute
+
+// IdentityOptions control NewIdentities.
+type IdentityOptions struct {
+	// StaleAfter replaces the package's StaleAfter (tests).
+	StaleAfter time.Duration
+	// Removed is told of each leftover deleted, as "Kind namespace/name".
+	Removed func(object string)
+	// Failed is told why leftovers could not be listed or deleted; the run
+	// goes on.
+	Failed func(error)
+}
+
 // Identities are the tokens verify scrapes with, and the temporary objects
 // behind them. Every token is bound to a temporary Secret, so deleting it in
 // Cleanup revokes the token at once, whatever its expiry.
@@ -40,9 +66,11 @@ type Identities struct {
 
 // NewIdentities creates a token for the scraper (the scraper ServiceAccount's
 // own, or a temporary ServiceAccount bound to the reader role for User and
-// Group scrapers) and one for a temporary ServiceAccount with no binding.
-// Call Cleanup afterwards, also when this fails: what was made is deleted.
-func NewIdentities(ctx context.Context, core kubernetes.Interface, scrapers []metricsv1alpha1.Scraper) (*Identities, error) {
+// Group scrapers) and one for a temporary ServiceAccount with no binding,
+// each object labelled with RunLabel. First it deletes what earlier runs
+// left (DeleteLeftovers). Call Cleanup afterwards, also when this fails:
+// what was made is deleted.
+func NewIdentities(ctx context.Context, core kubernetes.Interface, scrapers []metricsv1alpha1.Scraper, opts IdentityOptions) (*Identities, error) {
 	ids := &Identities{core: core, suffix: randomSuffix()}
 	var sa *metricsv1alpha1.Scraper
 	for i := range scrapers {
@@ -50,6 +78,23 @@ func NewIdentities(ctx context.Context, core kubernetes.Interface, scrapers []me
 			sa = &scrapers[i]
 			break
 		}
+	}
+	stale := opts.StaleAfter
+	if stale == 0 {
+		stale = StaleAfter
+	}
+	namespaces := []string{Namespace}
+	if sa != nil && sa.Namespace != Namespace {
+		namespaces = append(namespaces, sa.Namespace)
+	}
+	removed, leftErr := DeleteLeftovers(ctx, core, namespaces, ids.suffix, time.Now().Add(-stale))
+	for _, r := range removed {
+		if opts.Removed != nil {
+			opts.Removed(r)
+		}
+	}
+	if leftErr != nil && opts.Failed != nil {
+		opts.Failed(fmt.Errorf("deleting what earlier verify runs left: %w", leftErr))
 	}
 	var err error
 	if sa != nil {
@@ -62,7 +107,7 @@ func NewIdentities(ctx context.Context, core kubernetes.Interface, scrapers []me
 			return ids, err
 		}
 		crb := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ids.labels()},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: templates.ReaderRole},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: Namespace}},
 		}
@@ -106,6 +151,98 @@ func (ids *Identities) Cleanup(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// labels are those of every temporary object of the run.
+func (ids *Identities) labels() map[string]string {
+	return map[string]string{templates.ManagedByLabel: templates.Prefix, RunLabel: ids.suffix}
+}
+
+// verifyPrefix starts the name of every temporary object of verify (also
+// those of versions before RunLabel, which carry only managed-by).
+const verifyPrefix = templates.Prefix + "-verify-"
+
+// leftover reports whether an object is a temporary object of another
+// verify run, created before cutoff. Rendered objects carry managed-by too,
+// never RunLabel or a name starting with verifyPrefix.
+func leftover(md metav1.Object, run string, cutoff time.Time) bool {
+	id, labelled := md.GetLabels()[RunLabel]
+	if !labelled && !strings.HasPrefix(md.GetName(), verifyPrefix) || labelled && id == run {
+		return false
+	}
+	return md.GetCreationTimestamp().Time.Before(cutoff)
+}
+
+// DeleteLeftovers deletes the temporary Secrets, ServiceAccounts and
+// ClusterRoleBindings of verify runs other than run that were created
+// before cutoff, and returns what it deleted. It looks for Secrets and
+// ServiceAccounts in every namespace, or, when it may not list them there,
+// in namespaces (the ones this run uses). Each deletion is conditional on
+// the object's UID; one that is gone already (another run deleted it) is
+// no error.
+func DeleteLeftovers(ctx context.Context, core kubernetes.Interface, namespaces []string, run string, cutoff time.Time) ([]string, error) {
+	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix}
+	var removed []string
+	var errs []error
+	del := func(kind, ns, name string, uid types.UID, f func(context.Context, string, metav1.DeleteOptions) error) {
+		err := f(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case err == nil:
+			removed = append(removed, templates.ObjectName(kind, ns, name))
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+		default:
+			errs = append(errs, fmt.Errorf("deleting %s: %w", templates.ObjectName(kind, ns, name), err))
+		}
+	}
+	inNamespaces := func(list func(ns string) error) {
+		err := list(metav1.NamespaceAll)
+		if !apierrors.IsForbidden(err) {
+			if err != nil {
+				errs = append(errs, err)
+			}
+			return
+		}
+		for _, ns := range namespaces {
+			if err := list(ns); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	inNamespaces(func(ns string) error {
+		l, err := core.CoreV1().Secrets(ns).List(ctx, sel)
+		if err != nil {
+			return err
+		}
+		for i := range l.Items {
+			if s := &l.Items[i]; leftover(s, run, cutoff) {
+				del("Secret", s.Namespace, s.Name, s.UID, core.CoreV1().Secrets(s.Namespace).Delete)
+			}
+		}
+		return nil
+	})
+	inNamespaces(func(ns string) error {
+		l, err := core.CoreV1().ServiceAccounts(ns).List(ctx, sel)
+		if err != nil {
+			return err
+		}
+		for i := range l.Items {
+			if s := &l.Items[i]; leftover(s, run, cutoff) {
+				del("ServiceAccount", s.Namespace, s.Name, s.UID, core.CoreV1().ServiceAccounts(s.Namespace).Delete)
+			}
+		}
+		return nil
+	})
+	if l, err := core.RbacV1().ClusterRoleBindings().List(ctx, sel); err != nil {
+		errs = append(errs, err)
+	} else {
+		for i := range l.Items {
+			if b := &l.Items[i]; leftover(b, run, cutoff) {
+				del("ClusterRoleBinding", "", b.Name, b.UID, core.RbacV1().ClusterRoleBindings().Delete)
+			}
+		}
+	}
+	sort.Strings(removed)
+	return removed, errors.Join(errs...)
+}
+
 func randomSuffix() string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -113,7 +250,7 @@ func randomSuffix() string {
 }
 
 func (ids *Identities) serviceAccount(ctx context.Context, name string) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: ids.labels()}}
 	ids.later(func(c context.Context) error {
 		return ids.core.CoreV1().ServiceAccounts(Namespace).Delete(c, name, metav1.DeleteOptions{})
 	})
@@ -131,7 +268,7 @@ func (ids *Identities) token(ctx context.Context, ns, name string) (string, erro
 		anchor = anchor[:253]
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: anchor, Namespace: ns, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix},
+		ObjectMeta: metav1.ObjectMeta{Name: anchor, Namespace: ns, Labels: ids.labels(),
 			Annotations: map[string]string{"eksa-metrics/purpose": "eksa-metrics verify binds its short-lived tokens to this empty Secret; deleting it revokes them"}},
 		Type: corev1.SecretTypeOpaque,
 	}

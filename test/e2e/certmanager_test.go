@@ -46,7 +46,7 @@ func TestPrometheusVerifiesCertManagerCertificates(t *testing.T) {
 	kubeconfig := c.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
 	certManager := framework.Start(t, "cert-manager", framework.Binary(t, "cert-manager-controller"), []string{"--kubeconfig", kubeconfig, "--cluster-resource-namespace", templates.CertManagerNS})
 
-	// What apply does: plan, the objects (the issuers and Certificates among
+	// What apply does: plan, the objects (the Issuers and Certificates among
 	// them), then wait for cert-manager and publish the bundle.
 	cl, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: kubeconfig})
 	if err != nil {
@@ -67,7 +67,12 @@ func TestPrometheusVerifiesCertManagerCertificates(t *testing.T) {
 	if err := engine.Apply(ctx, both, r, steps, engine.ApplyOptions{Certificates: certSteps}); err != nil {
 		t.Fatalf("%v\n--- cert-manager\n%s", err, certManager.Tail(40))
 	}
-	ca, err := c.Client.CoreV1().Secrets(templates.CertManagerNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	// A workload cluster: every serving certificate is in kube-system, from
+	// the CA Issuer there, so the bundle is kube-system's CA.
+	if ns := templates.IssuerNamespaces(templates.ServingSecrets(r.Config)); len(ns) != 1 || ns[0] != templates.SystemNS {
+		t.Fatalf("serving certificates in %v, want kube-system only", ns)
+	}
+	ca, err := c.Client.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.IssuerCA, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

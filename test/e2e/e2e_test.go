@@ -5,6 +5,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,10 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -385,6 +390,22 @@ func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode 
 		}
 	}
 	if mode == metricsv1alpha1.ExposureProxy && r.Config.ServingCertificates {
+		// HAProxy's path allow-list: an identity the components serve /configz
+		// and /debug/pprof/ (cluster-admin) gets them on the loopback port and
+		// HAProxy's own 403 on the node address, while /metrics works there.
+		admin := adminToken(t, cp)
+		for _, port := range []int{10257, 10259} {
+			for _, p := range []string{"/configz", "/debug/pprof/"} {
+				// 200 on the loopback port, else this check proves nothing (RBAC settles in moments).
+				eventually(fmt.Sprintf("https://127.0.0.1:%d%s", port, p), admin, "", http.StatusOK)
+				if code, body, _ := get(node(port)+p, admin, ""); code != http.StatusForbidden || !strings.Contains(body, "Request forbidden by administrative rules") {
+					t.Errorf("%s%s: cluster-admin got %d through HAProxy, want HAProxy's 403: %.200s", node(port), p, code, body)
+				}
+			}
+			if code, _, _ := get(node(port)+"/metrics", admin, ""); code != http.StatusOK {
+				t.Errorf("%s/metrics: cluster-admin got %d through HAProxy", node(port), code)
+			}
+		}
 		// Our proxies are scraped with verification on, as the rendered
 		// tlsConfig says: eksa-metrics' CA and the certificate's one name.
 		pool := servingCA(t, cp)
@@ -396,6 +417,19 @@ func scrapeAll(t *testing.T, cp *framework.ControlPlane, r *render.Result, mode 
 		}
 	}
 	return counts{scrapes: n}
+}
+
+// adminToken is a token of a ServiceAccount bound to cluster-admin.
+func adminToken(t *testing.T, cp *framework.ControlPlane) string {
+	t.Helper()
+	tok := cp.Token(t, "kube-system", "e2e-admin")
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "e2e-admin", Namespace: "kube-system"}}}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // checkStatusz reads /statusz in the structured form where the version

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,8 +29,11 @@ import (
 // container arguments of the real upstream Deployment after eksa-metrics'
 // edit (here TLS 1.3) and serves its metrics securely, to TLS 1.3 only; the
 // kube-rbac-proxy sidecar eksa-metrics adds to the curated-packages
-// controller runs with its rendered arguments, as the ServiceAccount the
-// shipped chart binds to its proxy role, in front of a plain-HTTP
+// controller runs with its rendered arguments and mounts, as a kubelet runs
+// it (in a mount namespace of its own, its token Secret, which the real
+// token controller of kube-controller-manager fills, at the in-cluster
+// path, and its serving certificate), so as eksa-metrics' own sidecar
+// ServiceAccount and never the controller's, in front of a plain-HTTP
 // controller-runtime endpoint on 127.0.0.1 (the same manager with
 // --insecure-diagnostics), and does too.
 func TestManagementComponentsEndToEnd(t *testing.T) {
@@ -57,20 +61,21 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 		edits[e.Component.Deployment] = e
 	}
 	// The edits applied to the real Deployments.
-	edited := func(id string) []corev1.Container {
+	editedPod := func(id string) corev1.PodSpec {
 		e := edits[id[strings.Index(id, "/")+1:]]
 		d := testutil.UpstreamDeployment(t, []map[string]any{shipped[id]}, e.Component.Namespace, e.Component.Deployment)
 		if changed, err := e.Apply(d); err != nil || !changed {
 			t.Fatalf("%s: changed=%t err=%v", id, changed, err)
 		}
-		return d.Spec.Template.Spec.Containers
+		return d.Spec.Template.Spec
 	}
+	edited := func(id string) []corev1.Container { return editedPod(id).Containers }
 	capiArgs := edited("capi-system/capi-controller-manager")[0].Args
 	if !slices.Contains(capiArgs, "--tls-min-version=VersionTLS13") {
 		t.Fatalf("capi-controller-manager args: %q", capiArgs)
 	}
-	pkgContainers := edited("eksa-packages/eks-anywhere-packages")
-	sidecar := pkgContainers[slices.IndexFunc(pkgContainers, func(c corev1.Container) bool { return c.Name == templates.SidecarName })]
+	pkgPod := editedPod("eksa-packages/eks-anywhere-packages")
+	sidecar := pkgPod.Containers[slices.IndexFunc(pkgPod.Containers, func(c corev1.Container) bool { return c.Name == templates.SidecarName })]
 	packages := edits["eks-anywhere-packages"]
 
 	admin := cp.Kubeconfig(t, "capi-manager", "kubernetes-admin", "system:masters")
@@ -139,13 +144,34 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 		append(testBed(), "--insecure-diagnostics", fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", upstream)))
 	var sidecarArgs []string
 	for _, a := range sidecar.Args {
-		sidecarArgs = append(sidecarArgs, servingFiles(t, cp, strings.Replace(a, "0.0.0.0:", sidecarPodIP+":", 1)))
+		sidecarArgs = append(sidecarArgs, strings.Replace(a, "0.0.0.0:", sidecarPodIP+":", 1))
 	}
-	// In the pod it runs as the Deployment's ServiceAccount, which the
-	// shipped chart binds to its proxy role (tokenreviews, subjectaccessreviews).
-	token := cp.Token(t, packages.Component.Namespace, packages.Component.ServiceAccount)
-	sidecarArgs = append(sidecarArgs, "--kubeconfig="+cp.TokenKubeconfig(t, "packages", token))
-	proxy := framework.Start(t, "kube-rbac-proxy sidecar", framework.Binary(t, "kube-rbac-proxy"), sidecarArgs)
+	// Its volumes, as the kubelet mounts them into the sidecar alone: the
+	// token Secret of eksa-metrics' sidecar ServiceAccount (filled by the
+	// token controller) at /var/run/secrets/kubernetes.io/serviceaccount,
+	// where kube-rbac-proxy's in-cluster configuration reads token and
+	// ca.crt (no --kubeconfig), and the serving certificate. Neither is the
+	// Deployment's own ServiceAccount's token.
+	tokens := cp.StartTokenController(t, admin)
+	files := map[string]string{}
+	for _, m := range sidecar.VolumeMounts {
+		v := pkgPod.Volumes[slices.IndexFunc(pkgPod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })]
+		if v.Secret == nil {
+			t.Fatalf("sidecar volume %s is not a Secret: %+v", v.Name, v.VolumeSource)
+		}
+		var s *corev1.Secret
+		var err error
+		if v.Secret.SecretName == templates.SidecarTokenSecret {
+			s = cp.WaitServiceAccountToken(t, packages.Component.Namespace, v.Secret.SecretName, tokens)
+		} else if s, err = cp.Client.CoreV1().Secrets(packages.Component.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		maps.Copy(files, framework.SecretFiles(t, s, m.MountPath))
+	}
+	if files["/var/run/secrets/kubernetes.io/serviceaccount/token"] == "" {
+		t.Fatalf("the sidecar mounts no token of its own: %+v", sidecar.VolumeMounts)
+	}
+	proxy := framework.StartInPod(t, "kube-rbac-proxy sidecar", framework.Binary(t, "kube-rbac-proxy"), sidecarArgs, files, cp.InClusterEnv(t)...)
 	expect("kube-rbac-proxy sidecar", "https://"+sidecarPodIP+":8443/metrics", proxy)
 	_ = plain
 

@@ -358,10 +358,8 @@ func TestApplyDryRunsAndWorkloadKubeconfig(t *testing.T) {
 	if code != cli.ExitRuntime || !strings.Contains(stderr, "no Secret eksa-system/test-kubeconfig") || !strings.Contains(stderr, "--workload-kubeconfig") {
 		t.Fatalf("missing workload kubeconfig Secret: exit %d:\n%s", code, stderr)
 	}
-	data, err := os.ReadFile(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Inline, as Cluster API writes it: file paths in a Secret are refused.
+	data := flatKubeconfig(t, kubeconfig)
 	cp.ServiceAccount(t, "eksa-system", "default") // creates the namespace
 	if _, err := cp.Client.CoreV1().Secrets("eksa-system").Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-kubeconfig", Namespace: "eksa-system"}, Data: map[string][]byte{"value": data},

@@ -26,12 +26,14 @@ var certificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Versi
 // tls.certificates: cert-manager, with the real cert-manager controllers
 // (Certificate lifecycle, CA and self-signed issuers) against a real API
 // server: apply refuses where cert-manager is not installed and where a
-// Secret it would overwrite is someone else's, then renders the issuers and
-// Certificates, waits for cert-manager to issue them and publishes the CA
-// bundle; each certificate verifies for its proxy's name against that
-// bundle. A second apply writes nothing; a renewal by cert-manager restarts
-// HAProxy (which reads its certificate at start) and nothing else; switching
-// to none prunes the Certificates and leaves cert-manager's Secrets alone.
+// Secret it would overwrite is someone else's, then renders the namespaced
+// Issuers and Certificates, waits for cert-manager to issue them and
+// publishes the CA bundle; each certificate verifies for its proxy's name
+// against that bundle, and someone who may create Certificates only in
+// another namespace cannot have eksa-metrics' CA sign one. A second apply
+// writes nothing; a renewal by cert-manager restarts HAProxy (which reads its
+// certificate at start) and nothing else; switching to none prunes the
+// Certificates and leaves cert-manager's Secrets alone.
 func TestApplyWithCertManager(t *testing.T) {
 	ctx := context.Background()
 	cp, kubeconfig := dockerManagementCluster(t)
@@ -73,24 +75,16 @@ func TestApplyWithCertManager(t *testing.T) {
 		t.Fatal("apply printed a private key")
 	}
 	t.Logf("first apply:\n%s", stderr)
-	for _, want := range []string{"Certificate kube-system/" + etcdSecret + " created", "ClusterIssuer " + templates.CAIssuer + " created", "ConfigMap monitoring/" + templates.ServingCA + " created"} {
+	for _, want := range []string{"Certificate kube-system/" + etcdSecret + " created", "Issuer kube-system/" + templates.CAIssuer + " created",
+		"Issuer kube-system/" + templates.SelfSignedIssuer + " created", "ConfigMap monitoring/" + templates.ServingCA + " created"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("apply did not report %q", want)
 		}
 	}
 
-	bundle, err := cp.Client.CoreV1().ConfigMaps("monitoring").Get(ctx, templates.ServingCA, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := cp.Client.CoreV1().Secrets(templates.CertManagerNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
-	if err != nil || bundle.Data[templates.CABundleKey] != string(ca.Data[corev1.TLSCertKey]) {
-		t.Fatalf("the bundle is not cert-manager's CA: %v", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM([]byte(bundle.Data[templates.CABundleKey])) {
-		t.Fatal("the bundle holds no certificate")
-	}
+	// No management controller is installed here: only kube-system serves
+	// certificates, so the bundle is the CA of kube-system.
+	pool := bundlePool(t, cp, "monitoring", templates.SystemNS)
 	served := []components.ID{components.KubeControllerManager, components.KubeScheduler, components.Etcd, components.KubeProxy}
 	serials := map[components.ID]string{}
 	for _, id := range served {
@@ -114,6 +108,8 @@ func TestApplyWithCertManager(t *testing.T) {
 	if code, stderr, reqs := apply(t, 0, "-f", specPath, "--kubeconfig", kubeconfig); code != 0 || reqs.writes != 0 {
 		t.Fatalf("second apply: exit %d, %d writes\n%s", code, reqs.writes, stderr)
 	}
+
+	tenantCannotUseTheCA(t, cp, certManager)
 
 	// cert-manager renews kube-scheduler's certificate (as cmctl renew asks
 	// it to): the next apply restarts HAProxy, which reads it only at start,
@@ -159,6 +155,10 @@ func TestApplyWithCertManager(t *testing.T) {
 	list, err := cp.Dynamic.Resource(certificateGVR).Namespace("").List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 0 {
 		t.Errorf("Certificates left after tls.certificates: none: %v %d", err, len(list.Items))
+	}
+	issuers, err := cp.Dynamic.Resource(certificateGVR.GroupVersion().WithResource("issuers")).Namespace("").List(ctx, metav1.ListOptions{})
+	if err != nil || len(issuers.Items) != 0 {
+		t.Errorf("Issuers left after tls.certificates: none: %v %d", err, len(issuers.Items))
 	}
 	if _, err := secrets.Get(ctx, etcdSecret, metav1.GetOptions{}); err != nil {
 		t.Errorf("cert-manager's Secret: %v", err)

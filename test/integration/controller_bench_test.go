@@ -56,11 +56,7 @@ func benchFleet(b *testing.B, n int) {
 		if _, err := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default").Create(ctx, c, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		k := eksaKCP(b, "docker.v1beta2", "v1beta2")
-		k["metadata"].(map[string]any)["name"] = name
-		if err := f.mgmt.Apply(ctx, "eks-a-controller", true, k); err != nil {
-			b.Fatal(err)
-		}
+		f.eksaSystemObjects(b, "default", name)
 	}
 	cnt := &counter{reqs: map[string]int{}}
 	f.startController(b, cnt)

@@ -52,6 +52,9 @@ func newFleet(t testing.TB, names ...string) *fleet {
 	f := &fleet{mgmt: framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion}), workloads: map[string]*framework.ControlPlane{}}
 	f.mgmt.InstallCRDs(t, "v1beta2")
 	f.mgmt.InstallCRDDir(t, "eks-anywhere")
+	// The Cluster API Cluster, whose EKS-A labels say which EKS-A Cluster
+	// the eksa-system objects of a name belong to.
+	f.mgmt.InstallCRDDir(t, "cluster-api-core")
 	// The CRD, namespace and RBAC exactly as the manifests command prints
 	// them (the Deployment does not run here: the controller runs in the test).
 	raw, err := config.Build(config.DefaultImage, config.DefaultNamespace)
@@ -77,45 +80,75 @@ func newFleet(t testing.TB, names ...string) *fleet {
 	})
 	f.controllerKubeconfig = f.mgmt.TokenKubeconfig(t, "controller", f.mgmt.Token(t, config.DefaultNamespace, "eksa-metrics-controller"))
 
-	eksaNS := "eksa-system"
-	f.mgmt.ServiceAccount(t, eksaNS, "default")
-	docs := framework.ReadYAML(t, filepath.Join(testutil.SharedFixtures(t), "specs", "docker.yaml"))
+	f.mgmt.ServiceAccount(t, "eksa-system", "default")
+	// The namespace where the management cluster's scrape configuration
+	// goes exists (the controller creates no namespace).
+	f.mgmt.ServiceAccount(t, "monitoring", "default")
 	for _, name := range names {
 		if name == "mgmt" { // the management cluster's own Cluster
 			f.workloads[name] = f.mgmt
-		} else {
-			w := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
-			w.InstallCRDs(t, "v1beta2")
-			f.workloads[name] = w
-			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: eksaNS},
-				Data: map[string][]byte{"value": flatKubeconfig(t, w.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"))}}
-			if _, err := f.mgmt.Client.CoreV1().Secrets(eksaNS).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			f.eksaCluster(t, "default", name, "mgmt", nil)
+			continue
 		}
-		for _, doc := range docs {
-			obj := sanitize(doc).(map[string]any)
-			md := obj["metadata"].(map[string]any)
-			md["name"], md["namespace"] = name, "default"
-			if obj["kind"] == "Cluster" {
-				md["labels"] = map[string]any{"metrics": "on"}
-				obj["spec"].(map[string]any)["managementCluster"] = map[string]any{"name": "mgmt"}
-				obj["spec"].(map[string]any)["datacenterRef"].(map[string]any)["name"] = name
-				obj["spec"].(map[string]any)["eksaVersion"] = "v0.26.1"
-				// Not in the v0.26.1 CRD (a newer EKS-A's field in the fixture).
-				delete(obj["spec"].(map[string]any)["controlPlaneConfiguration"].(map[string]any), "certSANs")
-			}
-			if err := f.mgmt.Apply(ctx, "eks-a-cli", true, obj); err != nil {
-				t.Fatalf("%s %s: %v", obj["kind"], name, err)
-			}
-		}
-		kcp := eksaKCP(t, "docker.v1beta2", "v1beta2")
-		kcp["metadata"].(map[string]any)["name"] = name
-		if err := f.mgmt.Apply(ctx, "eks-a-controller", true, kcp); err != nil {
+		w := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+		w.InstallCRDs(t, "v1beta2")
+		f.workloads[name] = w
+		f.eksaCluster(t, "default", name, "mgmt", flatKubeconfig(t, w.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")))
+	}
+	return f
+}
+
+// eksaCluster writes what EKS Anywhere keeps for a Cluster namespace/name on
+// the management cluster: the EKS-A Cluster (labelled metrics=on, managed by
+// managedBy) with the docker fixture's other objects, and in eksa-system its
+// Cluster API Cluster (labelled for it, as EKS-A does), its
+// KubeadmControlPlane and, when kubeconfig is given, its kubeconfig Secret.
+func (f *fleet) eksaCluster(t testing.TB, namespace, name, managedBy string, kubeconfig []byte) {
+	t.Helper()
+	ctx := context.Background()
+	f.mgmt.ServiceAccount(t, namespace, "default") // the namespace
+	if kubeconfig != nil {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name + "-kubeconfig", Namespace: "eksa-system"}, Data: map[string][]byte{"value": kubeconfig}}
+		if _, err := f.mgmt.Client.CoreV1().Secrets("eksa-system").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return f
+	for _, doc := range framework.ReadYAML(t, filepath.Join(testutil.SharedFixtures(t), "specs", "docker.yaml")) {
+		obj := sanitize(doc).(map[string]any)
+		md := obj["metadata"].(map[string]any)
+		md["name"], md["namespace"] = name, namespace
+		if obj["kind"] == "Cluster" {
+			md["labels"] = map[string]any{"metrics": "on"}
+			obj["spec"].(map[string]any)["managementCluster"] = map[string]any{"name": managedBy}
+			obj["spec"].(map[string]any)["datacenterRef"].(map[string]any)["name"] = name
+			obj["spec"].(map[string]any)["eksaVersion"] = "v0.26.1"
+			// Not in the v0.26.1 CRD (a newer EKS-A's field in the fixture).
+			delete(obj["spec"].(map[string]any)["controlPlaneConfiguration"].(map[string]any), "certSANs")
+		}
+		if err := f.mgmt.Apply(ctx, "eks-a-cli", true, obj); err != nil {
+			t.Fatalf("%s %s/%s: %v", obj["kind"], namespace, name, err)
+		}
+	}
+	if namespace != "default" {
+		return // eksa-system holds one set of objects per name: the real one's
+	}
+	f.eksaSystemObjects(t, namespace, name)
+}
+
+// eksaSystemObjects writes the KubeadmControlPlane and the Cluster API
+// Cluster (labelled for the EKS-A Cluster namespace/name) of a Cluster.
+func (f *fleet) eksaSystemObjects(t testing.TB, namespace, name string) {
+	t.Helper()
+	ctx := context.Background()
+	kcp := eksaKCP(t, "docker.v1beta2", "v1beta2")
+	kcp["metadata"].(map[string]any)["name"] = name
+	capi := map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+		"metadata": map[string]any{"name": name, "namespace": "eksa-system", "labels": map[string]any{
+			"cluster.anywhere.eks.amazonaws.com/cluster-name": name, "cluster.anywhere.eks.amazonaws.com/cluster-namespace": namespace}},
+		"spec": map[string]any{"clusterNetwork": map[string]any{"pods": map[string]any{"cidrBlocks": []any{"192.168.0.0/16"}}}}}
+	if err := f.mgmt.Apply(ctx, "eks-a-controller", true, kcp, capi); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // flatKubeconfig inlines the certificate files, as the Secret EKS-A keeps does.
@@ -170,7 +203,8 @@ func (f *fleet) startController(t testing.TB, cnt *counter) (stop func()) {
 	errOut := &framework.LockedBuffer{}
 	done := make(chan error, 1)
 	o := &cli.ControllerOptions{Kubeconfig: f.controllerKubeconfig, MetricsAddress: fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t)), ProbeAddress: "0",
-		LeaderElect: true, LeaderNamespace: config.DefaultNamespace, Concurrency: 4, Workers: 2, WrapTransport: cnt.wrap}
+		LeaderElect: true, LeaderNamespace: config.DefaultNamespace, Concurrency: 4, Workers: 2, WrapTransport: cnt.wrap,
+		ManagementCluster: "default/mgmt", MonitoringNamespaces: []string{"monitoring"}}
 	go func() { done <- o.Run(ctx, &cli.Factory{IOStreams: cli.IOStreams{Out: errOut, ErrOut: errOut}}) }()
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -331,8 +365,19 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 	}
 	f.waitFor(t, "the packages controller's sidecar", func() error { return sidecar(t, f.mgmt, true) })
 
-	// At rest: nothing but leader election and watches.
-	time.Sleep(3 * time.Second)
+	// At rest: nothing but leader election and watches. It is at rest once
+	// the reconciles its own writes caused are done: 3 s without a request
+	// but those (a minute at most).
+	framework.WaitFor(t, "the controller at rest", time.Minute, func() (bool, error) {
+		cnt.reset()
+		time.Sleep(3 * time.Second)
+		for k := range cnt.reset() {
+			if !strings.HasPrefix(k, "WATCH ") && !strings.Contains(k, "/leases/") && !strings.HasPrefix(k, "PATCH /apis/events.k8s.io/") {
+				return false, fmt.Errorf("still sending %s", k)
+			}
+		}
+		return true, nil
+	})
 	cnt.reset()
 	time.Sleep(20 * time.Second)
 	idle := cnt.reset()

@@ -337,3 +337,16 @@ const (
 	ConditionVerified = "Verified"
 	ConditionReady    = "Ready"
 )
+
+// Reasons of the conditions that say the controller refused a Cluster.
+const (
+	// ReasonNotAllowed: the MetricsConfig asks for what its namespace may
+	// not have the controller do (the controller's policy).
+	ReasonNotAllowed = "NotAllowed"
+	// ReasonNotOwned: what eksa-system keeps under the Cluster's name
+	// belongs to another EKS Anywhere Cluster, or to none.
+	ReasonNotOwned = "ClusterNotOwned"
+	// ReasonKubeconfigRefused: the workload kubeconfig Secret asks for an
+	// exec or auth-provider plugin, a tokenFile or a local file.
+	ReasonKubeconfigRefused = "KubeconfigRefused"
+)

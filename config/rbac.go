@@ -1,0 +1,311 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+)
+
+// ControllerName names the controller's ServiceAccount, roles and bindings.
+const ControllerName = "eksa-metrics-controller"
+
+// The controller's rights, least privilege the way Kubernetes means it: one
+// ClusterRole that reads what it must find anywhere and writes only kinds
+// that cannot run a pod or read a Secret, and namespaced Roles, with
+// resourceNames where the names are known, for everything else; a
+// ValidatingAdmissionPolicy closes what RBAC cannot (create takes no
+// resourceNames): a DaemonSet it creates runs as the proxies' ServiceAccount
+// only, a Deployment it edits keeps its ServiceAccount, a Package it writes
+// is the prometheus package. Built from the catalogs (pkg/components,
+// pkg/templates), so that the namespaces and names are the ones the renderer
+// uses.
+func rbacObjects(o Options) []any {
+	sa := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: ControllerName, Namespace: o.Namespace}
+	label := map[string]string{"app.kubernetes.io/name": ControllerName}
+	read := []string{"get", "list", "watch"}
+	crud := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	cluster := &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: ControllerName, Labels: label},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"metrics.anywhere.eks.amazonaws.com"}, Resources: []string{"metricsconfigs"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			{APIGroups: []string{"metrics.anywhere.eks.amazonaws.com"}, Resources: []string{"metricsconfigs/status"}, Verbs: []string{"get", "update", "patch"}},
+			{APIGroups: []string{"metrics.anywhere.eks.amazonaws.com"}, Resources: []string{"metricsconfigs/finalizers"}, Verbs: []string{"update"}},
+			// The EKS-A objects it renders from, the Bundles it may take
+			// images from, and the Cluster API objects that say whose
+			// eksa-system objects are whose.
+			{APIGroups: []string{"anywhere.eks.amazonaws.com"}, Resources: []string{"clusters", "bundles", "eksareleases", "vspheremachineconfigs", "cloudstackmachineconfigs", "nutanixmachineconfigs", "tinkerbellmachineconfigs", "snowmachineconfigs"}, Verbs: read},
+			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: read},
+			{APIGroups: []string{"controlplane.cluster.x-k8s.io"}, Resources: []string{"kubeadmcontrolplanes"}, Verbs: read},
+			// Roles and bindings it renders (the reader roles, their
+			// bindings, the discovery roles some stacks lack). It holds no
+			// escalate and no bind, so the API server lets it grant only
+			// rules it holds itself (below).
+			{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles", "clusterrolebindings", "roles", "rolebindings"}, Verbs: crud},
+			// The Package of the eks-anywhere stack goes to the namespace
+			// EKS-A keeps per Cluster (eksa-packages-<cluster>); the policy
+			// below holds it to the prometheus package.
+			{APIGroups: []string{"packages.eks.amazonaws.com"}, Resources: []string{"packages"}, Verbs: crud},
+			// tls.certificates: cert-manager: its Issuers and Certificates,
+			// in the namespaces of the served Secrets; the ClusterIssuers of
+			// earlier releases only to prune them.
+			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"certificates", "issuers"}, Verbs: crud},
+			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"clusterissuers"}, Verbs: read},
+			{APIGroups: []string{"cert-manager.io"}, Resources: []string{"clusterissuers"}, Verbs: []string{"delete"}, ResourceNames: []string{templates.Prefix + "-selfsigned", templates.Prefix + "-ca"}},
+			// The Prometheus that should select the ServiceMonitors (the
+			// Verified condition).
+			{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"prometheuses"}, Verbs: []string{"get", "list"}},
+			{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			// Held so that the roles and bindings it applies grant nothing it
+			// lacks: system:auth-delegator (and its own metrics endpoint's
+			// reviews), the reader roles, and the discovery roles.
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes/metrics", "nodes/statusz", "nodes/configz"}, Verbs: []string{"get"}},
+			{NonResourceURLs: []string{"/metrics", "/metrics/slis", "/metrics/resources", "/statusz", "/flagz"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: read},
+			{APIGroups: []string{""}, Resources: []string{"services", "pods"}, Verbs: read},
+		},
+	}
+	out := []any{cluster, &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: ControllerName, Labels: label},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ControllerName},
+		Subjects:   []rbacv1.Subject{sa},
+	}}
+
+	rules := namespacedRules(o)
+	out = append(out, roles(o, rules, sa, label)...)
+	return append(out, admissionPolicy(o, label)...)
+}
+
+// Namespaces are the namespaces where the controller holds a Role.
+func Namespaces(o Options) []string {
+	return slices.Sorted(maps.Keys(namespacedRules(o.withDefaults())))
+}
+
+// Listable says, for each resource ("group/resource") the controller may
+// list only in some namespaces, which: where it may create it, and so where
+// what it created can be.
+func Listable(o Options) map[string][]string {
+	o = o.withDefaults()
+	clusterWide := map[string]bool{}
+	for _, obj := range rbacObjects(o) {
+		if cr, ok := obj.(*rbacv1.ClusterRole); ok {
+			for _, r := range cr.Rules {
+				if slices.Contains(r.Verbs, "list") {
+					for _, g := range r.APIGroups {
+						for _, res := range r.Resources {
+							clusterWide[g+"/"+res] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	out := map[string][]string{}
+	rules := namespacedRules(o)
+	for _, ns := range slices.Sorted(maps.Keys(rules)) {
+		for _, r := range rules[ns] {
+			if !slices.Contains(r.Verbs, "list") {
+				continue
+			}
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					if key := g + "/" + res; !clusterWide[key] && !slices.Contains(out[key], ns) {
+						out[key] = append(out[key], ns)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (o Options) withDefaults() Options {
+	if o.MonitoringNamespaces == nil {
+		o.MonitoringNamespaces = []string{"monitoring"}
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	return o
+}
+
+func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
+	read := []string{"get", "list", "watch"}
+	crud := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	rules := map[string][]rbacv1.PolicyRule{}
+	add := func(ns string, r ...rbacv1.PolicyRule) { rules[ns] = append(rules[ns], r...) }
+	// Namespaced objects it renders, where it renders them: core objects
+	// (Services, ServiceAccounts, ConfigMaps, the serving certificates'
+	// Secrets) of the proxies in kube-system, the management sidecars in
+	// their controllers' namespaces, the scrape configuration in the
+	// monitoring namespaces.
+	core := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services", "serviceaccounts", "configmaps", "secrets"}, Verbs: crud}
+	// Leader election: the Lease, and the events client-go records in the
+	// core API.
+	add(o.Namespace,
+		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: crud},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
+	// eksa-system: the workload kubeconfigs (watched as metadata, read when
+	// used) and the KubeadmControlPlanes it patches.
+	add("eksa-system",
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read},
+		rbacv1.PolicyRule{APIGroups: []string{"controlplane.cluster.x-k8s.io"}, Resources: []string{"kubeadmcontrolplanes"}, Verbs: []string{"patch"}})
+	add(templates.SystemNS, core,
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get", "list", "watch", "create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"update", "patch", "delete"}, ResourceNames: []string{templates.ControlPlaneDS, templates.NodeDS}})
+	deployments := map[string][]string{}
+	for _, m := range components.ManagementCatalog {
+		deployments[m.Namespace] = append(deployments[m.Namespace], m.Deployment)
+	}
+	for _, ns := range slices.Sorted(maps.Keys(deployments)) {
+		names := slices.Compact(slices.Sorted(slices.Values(deployments[ns])))
+		if ns == "eksa-system" {
+			// Secrets there hold every Cluster's kubeconfig and CAs: it
+			// reads them (above), creates only new ones (the sidecar's
+			// identity and certificate of the eksa-controller-manager of
+			// EKS-A before v0.24) and changes only those, by name.
+			var secrets []string
+			for _, d := range names {
+				secrets = append(secrets, templates.ServingSecret(components.ID(d)))
+			}
+			add(ns, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services", "serviceaccounts", "configmaps"}, Verbs: crud},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"update", "patch", "delete"}, ResourceNames: append(secrets, templates.SidecarTokenSecret)})
+		} else {
+			add(ns, core)
+		}
+		add(ns,
+			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: read},
+			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"update", "patch"}, ResourceNames: names})
+	}
+	for _, ns := range o.MonitoringNamespaces {
+		add(ns, core, rbacv1.PolicyRule{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: crud})
+	}
+	return rules
+}
+
+func roles(o Options, rules map[string][]rbacv1.PolicyRule, sa rbacv1.Subject, label map[string]string) []any {
+	var out []any
+	for _, ns := range Namespaces(o) {
+		name := ControllerName
+		if ns == o.Namespace {
+			name += "-leader-election"
+		}
+		out = append(out, &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: label},
+			Rules:      mergeRules(rules[ns]),
+		}, &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: label},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects:   []rbacv1.Subject{sa},
+		})
+	}
+	return out
+}
+
+// mergeRules drops rules repeated for a namespace (the same core rule for a
+// namespace that is both a catalog and a monitoring namespace).
+func mergeRules(in []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	seen := map[string]bool{}
+	for _, r := range in {
+		key := fmt.Sprint(r)
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// admissionPolicy holds the controller's own writes of pod-running objects
+// to what it renders, where RBAC cannot: create takes no resourceNames, and
+// update covers the whole pod template. A DaemonSet it writes runs as the
+// proxies' ServiceAccount, a Deployment it edits keeps the ServiceAccount
+// the Deployment had, a Package it writes is the prometheus package (the
+// packages controller installs any curated chart a Package names).
+// ValidatingAdmissionPolicy is served as admissionregistration.k8s.io/v1
+// from Kubernetes 1.30.
+func admissionPolicy(o Options, label map[string]string) []any {
+	name := ControllerName
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", o.Namespace, ControllerName)
+	rule := func(group, resource string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
+		return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops,
+			Rule: admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}}}}
+	}
+	sa := func(obj string) string {
+		return fmt.Sprintf("(has(%[1]s.spec.template.spec.serviceAccountName) ? %[1]s.spec.template.spec.serviceAccountName : (has(%[1]s.spec.template.spec.serviceAccount) ? %[1]s.spec.template.spec.serviceAccount : 'default'))", obj)
+	}
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: label},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{
+				rule("apps", "daemonsets", admissionv1.Create, admissionv1.Update),
+				rule("apps", "deployments", admissionv1.Create, admissionv1.Update),
+				rule("packages.eks.amazonaws.com", "packages", admissionv1.Create, admissionv1.Update),
+				rule("", "secrets", admissionv1.Create, admissionv1.Update),
+			}},
+			MatchConditions: []admissionv1.MatchCondition{{Name: "the-controller", Expression: fmt.Sprintf("request.userInfo.username == %q", user)}},
+			Validations: []admissionv1.Validation{
+				{Expression: fmt.Sprintf("request.resource.resource != 'daemonsets' || %s == %q", sa("object"), templates.ProxySA),
+					Message: "the eksa-metrics controller may run a DaemonSet only as the ServiceAccount " + templates.ProxySA},
+				{Expression: fmt.Sprintf("request.resource.resource != 'deployments' || (request.operation == 'UPDATE' && %s == %s)", sa("object"), sa("oldObject")),
+					Message: "the eksa-metrics controller may edit a Deployment only without changing its ServiceAccount, and creates none"},
+				{Expression: "request.resource.resource != 'packages' || object.spec.packageName == 'prometheus'",
+					Message: "the eksa-metrics controller may write only the prometheus Package"},
+				// A token Secret names the ServiceAccount whose token the
+				// token controller puts in it: only the sidecar's.
+				{Expression: fmt.Sprintf("request.resource.resource != 'secrets' || !has(object.type) || object.type != 'kubernetes.io/service-account-token' || (has(object.metadata.annotations) && 'kubernetes.io/service-account.name' in object.metadata.annotations && object.metadata.annotations['kubernetes.io/service-account.name'] == %q)", templates.SidecarSA),
+					Message: "the eksa-metrics controller may write a ServiceAccount token Secret only for " + templates.SidecarSA},
+			},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: label},
+		Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
+	}
+	return []any{policy, binding}
+}
+
+// toYAML renders objects as YAML documents, without the empty fields typed
+// objects carry (creationTimestamp, status).
+func toYAML(objs []any) ([]byte, error) {
+	var out []byte
+	for _, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			return nil, err
+		}
+		delete(u, "status")
+		if md, ok := u["metadata"].(map[string]any); ok {
+			delete(md, "creationTimestamp")
+		}
+		b, err := yaml.Marshal(u)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, "---\n"...)
+		out = append(out, b...)
+	}
+	return out, nil
+}

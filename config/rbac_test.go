@@ -1,0 +1,118 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+)
+
+type rule struct {
+	APIGroups, Resources, Verbs, ResourceNames, NonResourceURLs []string
+}
+
+type doc struct {
+	Kind     string
+	Metadata struct{ Name, Namespace string }
+	Rules    []rule
+	RoleRef  struct{ Kind, Name string }
+	Subjects []struct{ Kind, Name, Namespace string }
+}
+
+// The controller's rights as `controller manifests` prints them: no
+// cluster-wide read or write of Secrets, no cluster-wide write of
+// DaemonSets or Deployments, DaemonSet and Deployment writes only in the
+// namespaces the catalogs name, nothing that escalates (escalate, bind,
+// impersonate, wildcards, pods, ServiceAccount tokens), and every binding
+// to the controller's ServiceAccount in the namespace asked for.
+func TestControllerRBACIsLeastPrivilege(t *testing.T) {
+	out, err := BuildWith(Options{Image: DefaultImage, Namespace: "obs-system"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podNamespaces := []string{templates.SystemNS}
+	for _, m := range components.ManagementCatalog {
+		podNamespaces = append(podNamespaces, m.Namespace)
+	}
+	writes := []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+	var roles, bindings, policies int
+	for _, raw := range strings.Split(string(out), "\n---\n") {
+		var d doc
+		if err := yaml.Unmarshal([]byte(raw), &d); err != nil {
+			t.Fatal(err)
+		}
+		switch d.Kind {
+		case "ClusterRoleBinding", "RoleBinding":
+			bindings++
+			for _, s := range d.Subjects {
+				if s.Kind != "ServiceAccount" || s.Name != ControllerName || s.Namespace != "obs-system" {
+					t.Errorf("%s %s binds %s %s/%s, not the controller's ServiceAccount in obs-system", d.Kind, d.Metadata.Name, s.Kind, s.Namespace, s.Name)
+				}
+			}
+		case "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+			policies++
+		case "ClusterRole", "Role":
+			roles++
+		}
+		if d.Kind != "ClusterRole" && d.Kind != "Role" {
+			continue
+		}
+		where := d.Kind + " " + d.Metadata.Namespace + "/" + d.Metadata.Name
+		for _, r := range d.Rules {
+			for _, v := range r.Verbs {
+				if slices.Contains([]string{"escalate", "bind", "impersonate", "*"}, v) {
+					t.Errorf("%s: verb %s on %v lets the controller escalate", where, v, r.Resources)
+				}
+			}
+			for _, res := range r.Resources {
+				if res == "*" || slices.Contains(r.APIGroups, "*") {
+					t.Errorf("%s: a wildcard rule %v", where, r)
+				}
+				writesIt := slices.ContainsFunc(r.Verbs, func(v string) bool { return slices.Contains(writes, v) })
+				switch {
+				case d.Kind == "ClusterRole" && res == "secrets":
+					t.Errorf("%s: Secrets cluster-wide (%v)", where, r.Verbs)
+				case (res == "pods" || res == "serviceaccounts/token" || res == "pods/exec" || res == "nodes/proxy") && writesIt:
+					t.Errorf("%s: %s %v runs or impersonates", where, res, r.Verbs)
+				case res == "daemonsets" || res == "deployments" || res == "statefulsets" || res == "jobs" || res == "cronjobs" || res == "replicasets":
+					if !writesIt {
+						continue
+					}
+					if d.Kind == "ClusterRole" {
+						t.Errorf("%s: %s %v cluster-wide", where, res, r.Verbs)
+					} else if !slices.Contains(podNamespaces, d.Metadata.Namespace) {
+						t.Errorf("%s: %s %v in a namespace no catalog names", where, res, r.Verbs)
+					}
+					if res == "deployments" && len(r.ResourceNames) == 0 {
+						t.Errorf("%s: Deployments %v without resourceNames", where, r.Verbs)
+					}
+					if res == "daemonsets" && len(r.ResourceNames) == 0 && !slices.Equal(r.Verbs, []string{"get", "list", "watch", "create"}) {
+						t.Errorf("%s: DaemonSets %v without resourceNames", where, r.Verbs)
+					}
+				}
+			}
+		}
+	}
+	if roles < 3 || bindings != roles || policies != 2 {
+		t.Errorf("%d roles, %d bindings, %d admission policy objects: want a binding per role and the policy with its binding", roles, bindings, policies)
+	}
+}
+
+// The monitoring namespaces asked for get a Role, and Namespaces lists
+// every namespace with a Role.
+func TestNamespacesHaveRoles(t *testing.T) {
+	o := Options{Image: DefaultImage, Namespace: DefaultNamespace, MonitoringNamespaces: []string{"obs"}}
+	ns := Namespaces(o)
+	for _, want := range []string{"obs", "eksa-system", templates.SystemNS, DefaultNamespace, "cert-manager"} {
+		if !slices.Contains(ns, want) {
+			t.Errorf("no Role in %s: %v", want, ns)
+		}
+	}
+	if slices.Contains(ns, "monitoring") {
+		t.Errorf("a Role in monitoring although only obs was asked for: %v", ns)
+	}
+}
