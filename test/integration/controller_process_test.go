@@ -187,7 +187,7 @@ func TestControllerProcessKilledMidReconcile(t *testing.T) {
 		metricsAddr = fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
 		return framework.Start(t, name, bin, []string{"controller", "run", "--kubeconfig", f.controllerKubeconfig,
 			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "0",
-			"--leader-election-namespace", config.DefaultNamespace})
+			"--leader-election-namespace", config.DefaultNamespace, "--management-cluster", "default/mgmt"})
 	}
 
 	proxy.arm()
@@ -196,7 +196,7 @@ func TestControllerProcessKilledMidReconcile(t *testing.T) {
 	select {
 	case <-proxy.held:
 	case <-time.After(90 * time.Second):
-		t.Fatalf("the controller never got to its fourth write in w1; w1 has %v", objects(t, f.workloads["w1"]))
+		t.Fatalf("the controller never got to its fourth write in w1; w1 has %v; status %v", objects(t, f.workloads["w1"]), f.status(t))
 	}
 	first.Kill()
 	killed := time.Now()

@@ -199,12 +199,21 @@ func (c *counter) reset() map[string]int {
 // until stop is called.
 func (f *fleet) startController(t testing.TB, cnt *counter) (stop func()) {
 	t.Helper()
+	return f.startControllerWith(t, cnt, nil)
+}
+
+// startControllerWith is startController with options changed by more.
+func (f *fleet) startControllerWith(t testing.TB, cnt *counter, more func(*cli.ControllerOptions)) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errOut := &framework.LockedBuffer{}
 	done := make(chan error, 1)
 	o := &cli.ControllerOptions{Kubeconfig: f.controllerKubeconfig, MetricsAddress: fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t)), ProbeAddress: "0",
 		LeaderElect: true, LeaderNamespace: config.DefaultNamespace, Concurrency: 4, Workers: 2, WrapTransport: cnt.wrap,
 		ManagementCluster: "default/mgmt", MonitoringNamespaces: []string{"monitoring"}}
+	if more != nil {
+		more(o)
+	}
 	go func() { done <- o.Run(ctx, &cli.Factory{IOStreams: cli.IOStreams{Out: errOut, ErrOut: errOut}}) }()
 	t.Cleanup(func() {
 		if t.Failed() {
