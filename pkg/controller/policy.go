@@ -35,8 +35,8 @@ import (
 //     every flag), and scrapers that are ServiceAccounts only.
 //
 // Images never come from a MetricsConfig, in any tier: they run next to
-// serving keys and scraper tokens, and on a management cluster beside
-// cert-manager's ServiceAccount. They come from Images (flags), else from
+// serving keys and scraper tokens, and on a management cluster inside the
+// pods of cert-manager and the packages controller. They come from Images (flags), else from
 // EKS Anywhere's Bundles by digest (ImagesFromBundles), else the pinned
 // defaults.
 type Policy struct {
