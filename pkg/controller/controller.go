@@ -365,22 +365,18 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, mc *metricsv1alpha1.M
 		return st, time.Time{}
 	}
 	// Who may have what done, before anything is read for it.
-	if err := r.Policy.admit(mc, obj); err != nil {
-		return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotAllowed, err)
-	}
-	if err := r.owned(ctx, obj); err != nil {
-		var notOwned *NotOwnedError
-		if errors.As(err, &notOwned) {
-			return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotOwned, err)
+	if reason, err := r.admitted(ctx, mc, obj); err != nil {
+		if reason == "" {
+			reason = "InvalidInput"
 		}
-		return fail(metricsv1alpha1.ConditionRendered, "InvalidInput", err)
+		return fail(metricsv1alpha1.ConditionRendered, reason, err)
 	}
 	res, err := r.render(ctx, mc, obj)
 	if err != nil {
 		return fail(metricsv1alpha1.ConditionRendered, "Invalid", err)
 	}
 	if r.Policy.IsManagement(obj.GetNamespace(), obj.GetName()) {
-		if err := r.Policy.holds(res, r.Policy.Namespaces); err != nil {
+		if err := r.Policy.holds(res); err != nil {
 			return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotAllowed, err)
 		}
 	}
@@ -554,6 +550,24 @@ func orNothing(l []string) string {
 	return strings.Join(l, "; ")
 }
 
+// admitted checks, before anything is read or written for a Cluster, that
+// the policy lets the MetricsConfig have it done (admit) and that what
+// eksa-system keeps under the Cluster's name is its own (owned). A refusal
+// returns its condition reason with the error; a failed read returns no
+// reason.
+func (r *Reconciler) admitted(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) (reason string, err error) {
+	if err := r.Policy.admit(mc, obj); err != nil {
+		return metricsv1alpha1.ReasonNotAllowed, err
+	}
+	var notOwned *NotOwnedError
+	if err := r.owned(ctx, obj); errors.As(err, &notOwned) {
+		return metricsv1alpha1.ReasonNotOwned, err
+	} else if err != nil {
+		return "", err
+	}
+	return "", nil
+}
+
 // render renders the MetricsConfig for one Cluster, with the controller's
 // images (policy) and, where asked, the Cluster's EKS-A Bundles.
 func (r *Reconciler) render(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) (*render.Result, error) {
@@ -692,11 +706,7 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 	}
 	// What was refused was never applied: nothing to take back, and
 	// nothing that is another Cluster's is touched.
-	var notOwned *NotOwnedError
-	if err := r.Policy.admit(mc, &obj); err != nil {
-		return nil
-	}
-	if err := r.owned(ctx, &obj); errors.As(err, &notOwned) {
+	if reason, err := r.admitted(ctx, mc, &obj); reason != "" {
 		return nil
 	} else if err != nil {
 		return err

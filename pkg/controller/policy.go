@@ -165,7 +165,8 @@ func (p Policy) images(in *spec.Input) { in.Metrics.Images = p.Images }
 // render puts namespaced objects in its own management cluster (the Roles
 // of `controller manifests`; the Package goes to EKS-A's per-Cluster
 // namespace, which its ClusterRole covers).
-func (p Policy) holds(res *render.Result, namespaces []string) error {
+func (p Policy) holds(res *render.Result) error {
+	namespaces := p.Namespaces
 	if namespaces == nil {
 		return nil // an identity with cluster-wide rights (tests, a kubeconfig)
 	}
