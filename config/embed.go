@@ -9,8 +9,12 @@ import (
 	"path"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 )
 
 //go:embed kustomization.yaml namespace.yaml manager.yaml crd/*.yaml
@@ -33,6 +37,11 @@ type Options struct {
 	// where the controller may write scrape configuration
 	// (scrapeConfig.namespace); default: monitoring.
 	MonitoringNamespaces []string
+	// Shards adds, per shard, a Deployment eksa-metrics-controller-<shard>
+	// running `controller run --shard <shard>` (the Clusters labelled
+	// metrics.anywhere.eks.amazonaws.com/shard=<shard>); the first
+	// Deployment keeps the Clusters without the label.
+	Shards []string
 }
 
 // Build renders the base with an image and a namespace, as YAML.
@@ -83,11 +92,56 @@ func BuildWith(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if out, err = addShards(out, o.Shards); err != nil {
+		return nil, err
+	}
 	rbac, err := toYAML(rbacObjects(o))
 	if err != nil {
 		return nil, err
 	}
 	return append(out, rbac...), nil
+}
+
+// ShardLabel is the label of a shard's Clusters and of its pods.
+const ShardLabel = metricsv1alpha1.ShardLabel
+
+// addShards appends a copy of the controller's Deployment per shard: its
+// own name, pods labelled with the shard (the metrics Service still
+// selects them all), and --shard.
+func addShards(out []byte, shards []string) ([]byte, error) {
+	if len(shards) == 0 {
+		return out, nil
+	}
+	var deployment map[string]any
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			return nil, err
+		}
+		if obj["kind"] == "Deployment" {
+			deployment = obj
+		}
+	}
+	if deployment == nil {
+		return nil, fmt.Errorf("the controller's kustomize base has no Deployment")
+	}
+	for _, shard := range shards {
+		d := runtime.DeepCopyJSON(deployment)
+		md := d["metadata"].(map[string]any)
+		md["name"] = ControllerName + "-" + shard
+		spec := d["spec"].(map[string]any)
+		spec["selector"].(map[string]any)["matchLabels"].(map[string]any)[ShardLabel] = shard
+		tmpl := spec["template"].(map[string]any)
+		tmpl["metadata"].(map[string]any)["labels"].(map[string]any)[ShardLabel] = shard
+		c := tmpl["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		c["args"] = append(c["args"].([]any), "--shard="+shard)
+		b, err := yaml.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, "---\n"...), b...)
+	}
+	return out, nil
 }
 
 // splitImage splits repository[:tag][@digest].

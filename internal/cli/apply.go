@@ -110,26 +110,22 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	steps, err := engine.Plan(ctx, cl, r)
+	pass, err := engine.NewPass(ctx, cl, r)
 	if err != nil {
 		return err
 	}
-	certSteps, err := engine.PlanCertificates(ctx, cl, r)
-	if err != nil {
-		return err
-	}
-	printPlan(errOut, r.Config.ClusterName, steps, o.Diff)
+	printPlan(errOut, r.Config.ClusterName, pass.Steps, o.Diff)
 	issuer := metricsv1alpha1.CertificatesEKSAMetrics
 	if r.Config.CertManager {
 		issuer = metricsv1alpha1.CertificatesCertManager
 	}
-	printCertificates(errOut, certSteps, issuer)
+	printCertificates(errOut, pass.Certificates, issuer)
 	if o.DryRun == "client" {
 		fmt.Fprintln(errOut, "Dry run (client): nothing was sent.")
 		return nil
 	}
 	report := func(e cluster.Event) { fmt.Fprintln(errOut, describe(e)) }
-	err = engine.Apply(ctx, cl, r, steps, engine.ApplyOptions{DryRun: o.DryRun == "server", ForceConflicts: o.ForceConflicts, Report: report, Certificates: certSteps,
+	err = pass.Apply(ctx, engine.ApplyOptions{DryRun: o.DryRun == "server", ForceConflicts: o.ForceConflicts, Report: report,
 		AllowRollout: o.allowRollout(r.Config.ClusterName)})
 	var refused *engine.RolloutRefusedError
 	if errors.As(err, &refused) {
@@ -143,7 +139,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	if o.Wait {
-		return engine.Wait(ctx, cl, r, steps, o.Timeout, 2*time.Second, report)
+		return pass.Wait(ctx, engine.WaitOptions{Timeout: o.Timeout, Interval: 2 * time.Second, Report: report})
 	}
 	return nil
 }

@@ -14,7 +14,10 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -59,6 +62,9 @@ type ControllerOptions struct {
 	LeaderNamespace string
 	Concurrency     int
 	Workers         int
+	// Shard is the value of the shard label on the Clusters this replica
+	// keeps (controller.ShardLabel); empty: those without it.
+	Shard string
 	// The policy (controller.Policy): the management cluster it runs in
 	// (namespace/name), the namespaces whose MetricsConfigs are an
 	// administrator's, the proxy images.
@@ -101,8 +107,9 @@ selected Cluster what eksa-metrics apply would. In a pod it uses its ServiceAcco
 	fl.StringVar(&o.ProbeAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader, so that only one replica reconciles")
 	fl.StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's)")
-	fl.IntVar(&o.Concurrency, "cluster-concurrency", 8, "Clusters of one MetricsConfig applied at once")
-	fl.IntVar(&o.Workers, "workers", 2, "MetricsConfigs reconciled at once")
+	fl.IntVar(&o.Concurrency, "cluster-concurrency", 8, "Clusters planned and applied at once (each Cluster is its own unit of work)")
+	fl.IntVar(&o.Workers, "workers", 2, "MetricsConfig statuses written at once")
+	fl.StringVar(&o.Shard, "shard", "", "keep only the Clusters labelled "+controller.ShardLabel+"=<this value>, with a Lease of its own (eksa-metrics-controller-<shard>); empty: the Clusters without that label. Run one replica set per shard")
 	fl.BoolVar(&o.InsecureKubeconfigSecrets, "insecure-kubeconfig-secrets", false, secretsFlagHelp)
 	policyFlags(fl, o)
 	return cmd
@@ -178,17 +185,26 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	for _, m := range components.ManagementCatalog {
 		deploymentNamespaces[m.Namespace] = cache.Config{}
 	}
+	eksaClusters := &unstructured.Unstructured{}
+	eksaClusters.SetGroupVersionKind(controller.ClusterGVK)
+	shardSelector, err := shardLabelSelector(o.Shard)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme(),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:     {Namespaces: map[string]cache.Config{"eksa-system": {}}},
 			&appsv1.Deployment{}: {Namespaces: deploymentNamespaces},
+			// The shard's Clusters only: one that leaves the shard is gone
+			// from this replica's view, and let go of.
+			eksaClusters: {Label: shardSelector},
 		}},
 		Metrics: metricsserver.Options{BindAddress: o.MetricsAddress, SecureServing: true,
 			FilterProvider: filters.WithAuthenticationAndAuthorization},
 		HealthProbeBindAddress:  o.ProbeAddress,
 		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        "eksa-metrics-controller",
+		LeaderElectionID:        leaseName(o.Shard),
 		LeaderElectionNamespace: o.LeaderNamespace,
 		// A stopped controller hands the lease over at once.
 		LeaderElectionReleaseOnCancel: true,
@@ -205,7 +221,12 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	// there.
 	mgmt.Namespaced = config.Listable(config.Options{Namespace: o.namespace(), MonitoringNamespaces: o.MonitoringNamespaces})
 	policy.Namespaces = config.Namespaces(config.Options{Namespace: o.namespace(), MonitoringNamespaces: o.MonitoringNamespaces})
-	r := &controller.Reconciler{Client: mgr.GetClient(), Management: mgmt, Concurrency: o.Concurrency,
+	// Every Cluster's plan prunes in the management cluster: from watches,
+	// not a list per kind and namespace each time.
+	if err := mgmt.CacheInventory(ctx); err != nil {
+		return err
+	}
+	r := &controller.Reconciler{Client: mgr.GetClient(), Management: mgmt, Concurrency: o.Concurrency, Workers: o.Workers, Shard: o.Shard,
 		Recorder: mgr.GetEventRecorder("eksa-metrics-controller"), TrustKubeconfigSecrets: o.InsecureKubeconfigSecrets, Policy: policy}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
@@ -218,6 +239,33 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	}
 	fmt.Fprintf(f.IOStreams.ErrOut, "eksa-metrics controller %s starting\n", Version)
 	return mgr.Start(ctx)
+}
+
+// leaseName is the leader-election Lease of a shard.
+func leaseName(shard string) string {
+	if shard == "" {
+		return "eksa-metrics-controller"
+	}
+	return "eksa-metrics-controller-" + shard
+}
+
+// shardLabelSelector selects the Clusters of a shard: labelled with its
+// value, or, without --shard, not labelled.
+func shardLabelSelector(shard string) (labels.Selector, error) {
+	op := selection.Equals
+	values := []string{shard}
+	if shard == "" {
+		op, values = selection.DoesNotExist, nil
+	} else if errs := validation.IsValidLabelValue(shard); len(errs) > 0 {
+		return nil, usageErrorf("--shard %q is not a label value: %s", shard, strings.Join(errs, "; "))
+	} else if errs := validation.IsDNS1123Subdomain(leaseName(shard)); len(errs) > 0 {
+		return nil, usageErrorf("--shard %q does not make a Lease name: %s", shard, strings.Join(errs, "; "))
+	}
+	req, err := labels.NewRequirement(controller.ShardLabel, op, values)
+	if err != nil {
+		return nil, usageErrorf("--shard %q: %v", shard, err)
+	}
+	return labels.NewSelector().Add(*req), nil
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {
@@ -235,6 +283,7 @@ func ctrlConfig(workers int) ctrlconfig.Controller {
 
 func newCmdControllerManifests(f *Factory) *cobra.Command {
 	var image, namespace string
+	var shards []string
 	o := &ControllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests",
@@ -255,7 +304,15 @@ policy flags are passed on to the controller's arguments.`,
 			if _, err := o.policy(); err != nil {
 				return err
 			}
-			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces}
+			for _, shard := range shards {
+				if shard == "" {
+					return usageErrorf("--shard needs a value: the first Deployment already keeps the Clusters without the shard label")
+				}
+				if _, err := shardLabelSelector(shard); err != nil {
+					return err
+				}
+			}
+			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards}
 			cmd.Flags().Visit(func(fl *pflag.Flag) {
 				if policyFlag[fl.Name] {
 					if sv, ok := fl.Value.(pflag.SliceValue); ok {
@@ -277,6 +334,7 @@ policy flags are passed on to the controller's arguments.`,
 	}
 	cmd.Flags().StringVar(&image, "image", config.DefaultImage, "the controller's image")
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
+	cmd.Flags().StringSliceVar(&shards, "shard", nil, "add a Deployment eksa-metrics-controller-<shard> that keeps the Clusters labelled "+controller.ShardLabel+"=<shard>, with its own Lease; repeatable (the first Deployment keeps the Clusters without the label)")
 	policyFlags(cmd.Flags(), o)
 	return cmd
 }

@@ -43,6 +43,11 @@ type Cluster struct {
 	Dynamic dynamic.Interface
 	Core    kubernetes.Interface
 	mapper  meta.RESTMapper
+	// config is what the clients were made from (WatchInventory makes its
+	// metadata client from it).
+	config *rest.Config
+	// inventory, when set (CacheInventory), serves the inventory lists.
+	inventory map[schema.GroupVersionResource]*cachedKind
 	// CA is the cluster CA from the kubeconfig, when it names one.
 	CA *x509.CertPool
 	// Namespaced, when set, says where this identity may list the
@@ -56,6 +61,9 @@ type Cluster struct {
 // listAll lists a resource in every namespace: cluster-wide, or where
 // Namespaced says it may be listed (and so created) by this identity.
 func (c *Cluster) listAll(ctx context.Context, ri dynamic.NamespaceableResourceInterface, gvr schema.GroupVersionResource, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
+	if items, cached, err := c.cachedList(gvr, opts); cached {
+		return items, err
+	}
 	namespaces, scoped := c.Namespaced[gvr.Group+"/"+gvr.Resource]
 	if !scoped {
 		list, err := ri.List(ctx, opts)
@@ -191,6 +199,7 @@ func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) 
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Second
 	}
+	c.config = cfg
 	var err error
 	if c.Core, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err

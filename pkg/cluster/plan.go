@@ -174,6 +174,12 @@ func diff(path string, live, desired any) []string {
 		if !ok {
 			return []string{change(path, live, desired)}
 		}
+		// A binding's subjects are an atomic list: an extra subject someone
+		// added is a change that applying removes (a widened binding), not
+		// another manager's item as in a container list.
+		if atomicList[path] && len(l) != len(d) {
+			return []string{change(path, live, desired)}
+		}
 		if named(d) {
 			var out []string
 			for _, item := range d {
@@ -212,6 +218,10 @@ func diff(path string, live, desired any) []string {
 		return nil
 	}
 }
+
+// atomicList are the paths of the named lists that server-side apply
+// replaces whole (+listType=atomic in their API).
+var atomicList = map[string]bool{"subjects": true}
 
 func named(items []any) bool {
 	if len(items) == 0 {

@@ -205,3 +205,24 @@ func TestAwaited(t *testing.T) {
 		})
 	}
 }
+
+// A binding widened by another writer (an extra subject) is a change: the
+// plan does not call it unchanged, and applying removes the subject. A
+// container another manager added to a Pod template is not ours to remove.
+func TestDiffWidenedBinding(t *testing.T) {
+	ours := map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "metrics-readers"}}}
+	widened := map[string]any{"subjects": []any{map[string]any{"kind": "Group", "name": "metrics-readers"}, map[string]any{"kind": "Group", "name": "system:authenticated"}}}
+	if got := diff("", widened, ours); len(got) != 1 || !strings.Contains(got[0], "system:authenticated") {
+		t.Errorf("widened binding: diff %q", got)
+	}
+	pod := func(names ...string) map[string]any {
+		var cs []any
+		for _, n := range names {
+			cs = append(cs, map[string]any{"name": n, "image": n + ":1"})
+		}
+		return map[string]any{"containers": cs}
+	}
+	if got := diff("", pod("proxy", "injected"), pod("proxy")); len(got) != 0 {
+		t.Errorf("another manager's container: diff %q", got)
+	}
+}

@@ -25,6 +25,15 @@ func BenchmarkControllerFleet200(b *testing.B) {
 	}
 }
 
+// BenchmarkControllerFleet2000 is the same with 2,000 Clusters (1,000 behind
+// each workload API server), each watched in its workload cluster.
+// go test -run '^$' -bench ControllerFleet2000 -benchtime 1x -timeout 40m ./test/integration/
+func BenchmarkControllerFleet2000(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		benchFleet(b, 2000)
+	}
+}
+
 func benchFleet(b *testing.B, n int) {
 	b.Helper()
 	ctx := context.Background()
@@ -62,7 +71,7 @@ func benchFleet(b *testing.B, n int) {
 	f.startController(b, cnt)
 	start := time.Now()
 	f.metricsConfig(b, true)
-	framework.WaitFor(b, fmt.Sprintf("%d of %d applied", n, n), 10*time.Minute, func() (bool, error) {
+	framework.WaitFor(b, fmt.Sprintf("%d of %d applied", n, n), 30*time.Minute, func() (bool, error) {
 		st := f.status(b)
 		return st["readyClusters"] == int64(n), fmt.Errorf("%v of %d", st["readyClusters"], n)
 	})
@@ -78,6 +87,12 @@ func benchFleet(b *testing.B, n int) {
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "clusters/s")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(reqs)/float64(n), "mgmt-requests/cluster")
+	mc, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(ctx, "fleet", metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := mc.MarshalJSON()
+	b.ReportMetric(float64(len(raw))/1024, "status-KiB")
 	b.Logf("%d Clusters applied in %s (%.1f/s); %d requests to the management API server; heap in use %.0f MiB",
 		n, elapsed.Round(100*time.Millisecond), float64(n)/elapsed.Seconds(), reqs, float64(ms.HeapInuse)/(1<<20))
 }

@@ -377,27 +377,12 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 	// At rest: nothing but leader election and watches. It is at rest once
 	// the reconciles its own writes caused are done: 3 s without a request
 	// but those (a minute at most).
-	framework.WaitFor(t, "the controller at rest", time.Minute, func() (bool, error) {
-		cnt.reset()
-		time.Sleep(3 * time.Second)
-		for k := range cnt.reset() {
-			if !strings.HasPrefix(k, "WATCH ") && !strings.Contains(k, "/leases/") && !strings.HasPrefix(k, "PATCH /apis/events.k8s.io/") {
-				return false, fmt.Errorf("still sending %s", k)
-			}
-		}
-		return true, nil
-	})
+	atRest(t, cnt)
 	cnt.reset()
 	time.Sleep(20 * time.Second)
 	idle := cnt.reset()
-	var other []string
-	for k, n := range idle {
-		// Event series updates flush changes made before the window.
-		if !strings.HasPrefix(k, "WATCH ") && !strings.Contains(k, "/leases/") && !strings.HasPrefix(k, "PATCH /apis/events.k8s.io/") {
-			other = append(other, fmt.Sprintf("%s ×%d", k, n))
-		}
-	}
-	if len(other) > 0 {
+	// Event series updates flush changes made before the window.
+	if n, other := busy(idle); n > 0 {
 		t.Errorf("at rest the controller sent %v", other)
 	}
 	t.Logf("at rest for 20 s: %v", idle)

@@ -307,6 +307,33 @@ type MetricsConfigStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
+	// Shards is the same per controller shard (controller run --shard),
+	// each written by its own replicas; the fields above are the unsharded
+	// controller's (the Clusters without the shard label).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Shards []ShardStatus `json:"shards,omitempty"`
+}
+
+// ShardStatus is what one controller shard observed and did.
+type ShardStatus struct {
+	// Name is the shard (the value of the Clusters' shard label).
+	Name string `json:"name"`
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	SelectedClusters int32 `json:"selectedClusters,omitempty"`
+	// +optional
+	ReadyClusters int32 `json:"readyClusters,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
 }
 
 // ClusterStatus is the state of one selected Cluster.
@@ -349,4 +376,30 @@ const (
 	// ReasonKubeconfigRefused: the workload kubeconfig Secret asks for an
 	// exec or auth-provider plugin, a tokenFile or a local file.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonSelectedTwice: more than one MetricsConfig selects the Cluster;
+	// a Cluster is kept by one.
+	ReasonSelectedTwice = "SelectedTwice"
+)
+
+// ShardLabel, on an EKS Anywhere Cluster, names the controller shard that
+// keeps it (controller run --shard); a controller without --shard keeps
+// the Clusters without the label.
+const ShardLabel = "metrics.anywhere.eks.amazonaws.com/shard"
+
+// The other reasons of a Cluster's conditions and of the summary.
+const (
+	ReasonRendered          = "Rendered"
+	ReasonInvalid           = "Invalid"      // the spec does not render for this Cluster
+	ReasonInvalidInput      = "InvalidInput" // a live object the render reads could not be read
+	ReasonPaused            = "ClusterPaused"
+	ReasonUpgrading         = "ClusterUpgrading"
+	ReasonUnreachable       = "Unreachable"
+	ReasonApplied           = "Applied"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonRolloutNotAllowed = "RolloutNotAllowed"
+	ReasonNotApplied        = "NotApplied"
+	ReasonVerified          = "Verified"
+	ReasonCheckFailed       = "CheckFailed"
+	ReasonReleaseFailed     = "ReleaseFailed"
+	ReasonNotAllApplied     = "NotAllApplied"
 )

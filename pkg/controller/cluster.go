@@ -1,0 +1,305 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
+)
+
+// clusterWork is what the fetch phase found for one Cluster: the Cluster
+// (nil when it is gone), the MetricsConfig that keeps it, and those that
+// applied to it before and no longer select it.
+type clusterWork struct {
+	key       types.NamespacedName
+	obj       *unstructured.Unstructured
+	selecting []*metricsv1alpha1.MetricsConfig
+	releasing []*metricsv1alpha1.MetricsConfig
+}
+
+// reconcileCluster is the unit of work: one Cluster, whatever the event.
+func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	w, err := r.fetch(ctx, req.NamespacedName)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var next []time.Duration
+	// Release first: a Cluster that moves from one MetricsConfig to another
+	// is cleaned before the other applies.
+	for _, mc := range w.releasing {
+		mcKey := client.ObjectKeyFromObject(mc)
+		if err := r.release(ctx, mc, w.obj); err != nil {
+			st := r.results.status(mcKey, w.key.Name)
+			st.Name = w.key.Name
+			st.LastError = truncate("releasing it after it left the selection: " + err.Error())
+			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonReleaseFailed, st.LastError)
+			next = append(next, r.results.set(mcKey, st, time.Time{}, true))
+		} else {
+			r.results.release(mcKey, w.key.Name)
+		}
+		r.notify(mcKey)
+	}
+	// A MetricsConfig the policy refuses for this Cluster does not compete
+	// for it: it gets its refusal (applyCluster stops at admitted).
+	var admitted []*metricsv1alpha1.MetricsConfig
+	for _, mc := range w.selecting {
+		if r.Policy.admit(mc, w.obj) == nil {
+			admitted = append(admitted, mc)
+		}
+	}
+	switch {
+	case len(w.selecting) > 0 && len(admitted) <= 1:
+		for _, mc := range w.selecting {
+			mcKey := client.ObjectKeyFromObject(mc)
+			st, renewAt := r.applyCluster(ctx, mc, w.obj, r.results.status(mcKey, w.key.Name))
+			next = append(next, r.results.set(mcKey, st, renewAt, st.LastError != ""))
+			if d := untilRenewal([]time.Time{renewAt}, time.Now()); d > 0 {
+				next = append(next, d)
+			}
+			r.notify(mcKey)
+		}
+	case len(admitted) > 1:
+		var names []string
+		for _, mc := range admitted {
+			names = append(names, mc.Name)
+		}
+		msg := fmt.Sprintf("MetricsConfigs %v all select this Cluster; a Cluster is kept by one: change their selectors so that one selects it", names)
+		for _, mc := range admitted {
+			mcKey := client.ObjectKeyFromObject(mc)
+			st := r.results.status(mcKey, w.key.Name)
+			st.Name, st.ObservedGeneration, st.LastError = w.key.Name, mc.Generation, ""
+			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionRendered, false, metricsv1alpha1.ReasonSelectedTwice, msg)
+			r.results.set(mcKey, st, time.Time{}, false)
+			r.notify(mcKey)
+		}
+	default:
+		if !r.results.any(w.key) {
+			r.workloads.drop(w.key) // nothing of it is kept any more
+		}
+	}
+	if len(next) == 0 {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{RequeueAfter: slices.Min(next)}, nil
+}
+
+// fetch reads, from the cache, the Cluster and the MetricsConfigs of its
+// namespace, and sorts them: the one that selects it (with its finalizer,
+// so that what it applies is taken back when it goes) and those that had
+// it (their state or their status says so) and no longer do.
+func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName) (*clusterWork, error) {
+	w := &clusterWork{key: key}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(ClusterGVK)
+	switch err := r.Client.Get(ctx, key, obj); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, err
+	default:
+		w.obj = obj
+	}
+	var list metricsv1alpha1.MetricsConfigList
+	if err := r.Client.List(ctx, &list, client.InNamespace(key.Namespace)); err != nil {
+		return nil, err
+	}
+	// A Cluster that is gone, being deleted or no longer this shard's gets
+	// nothing more.
+	active := w.obj != nil && w.obj.GetDeletionTimestamp().IsZero() && r.keeps(w.obj)
+	for i := range list.Items {
+		mc := &list.Items[i]
+		var sel bool
+		if w.obj != nil {
+			var err error
+			if sel, err = selects(mc, key.Name, w.obj.GetLabels()); err != nil {
+				return nil, reconcile.TerminalError(err)
+			}
+		}
+		live := mc.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(mc, r.finalizer())
+		had := r.results.has(client.ObjectKeyFromObject(mc), key.Name) || r.listed(mc, key.Name) || !mc.DeletionTimestamp.IsZero() && sel
+		switch {
+		case active && sel && live:
+			w.selecting = append(w.selecting, mc)
+		case had && w.obj != nil && !r.keeps(w.obj):
+			// Another shard keeps it now: let go without taking anything back.
+			r.results.release(client.ObjectKeyFromObject(mc), key.Name)
+			r.notify(client.ObjectKeyFromObject(mc))
+		case had:
+			w.releasing = append(w.releasing, mc)
+		}
+	}
+	return w, nil
+}
+
+// applyCluster is the decide, apply and status phases for the Cluster and
+// the MetricsConfig that selects it: its new state, and when its next
+// serving certificate is due for renewal (zero when it has none or was not
+// applied).
+func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.ClusterStatus) (metricsv1alpha1.ClusterStatus, time.Time) {
+	st := metricsv1alpha1.ClusterStatus{Name: obj.GetName(), ObservedGeneration: mc.Generation, Conditions: slices.Clone(prev.Conditions), RolledOut: prev.RolledOut}
+	set := func(t string, ok bool, reason, msg string) { setCondition(&st, mc.Generation, t, ok, reason, msg) }
+	// Verified holds for the apply that preceded it: until this one
+	// succeeds, an earlier result says nothing.
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: metricsv1alpha1.ConditionVerified, Status: metav1.ConditionUnknown,
+		Reason: metricsv1alpha1.ReasonNotApplied, Message: "the checks run after a successful apply", ObservedGeneration: mc.Generation})
+	fail := func(t, reason string, err error) (metricsv1alpha1.ClusterStatus, time.Time) {
+		set(t, false, reason, err.Error())
+		st.LastError = truncate(err.Error())
+		return st, time.Time{}
+	}
+
+	// Decide: whether the Cluster may be changed now, and what it renders to.
+	if obj.GetAnnotations()[PausedAnnotation] == "true" {
+		set(metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonPaused, "the EKS Anywhere Cluster is paused: nothing is changed until the annotation "+PausedAnnotation+" is removed")
+		return st, time.Time{}
+	}
+	if why := upgrading(obj); why != "" {
+		set(metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonUpgrading, why)
+		return st, time.Time{}
+	}
+	// Who may have what done, before anything is read for it.
+	if reason, err := r.admitted(ctx, mc, obj); err != nil {
+		if reason == "" {
+			reason = metricsv1alpha1.ReasonInvalidInput
+		}
+		return fail(metricsv1alpha1.ConditionRendered, reason, err)
+	}
+	res, err := r.render(ctx, mc, obj)
+	if err != nil {
+		return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonInvalid, err)
+	}
+	if r.Policy.IsManagement(obj.GetNamespace(), obj.GetName()) {
+		if err := r.Policy.holds(res); err != nil {
+			return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotAllowed, err)
+		}
+	}
+	set(metricsv1alpha1.ConditionRendered, true, metricsv1alpha1.ReasonRendered, fmt.Sprintf("%d objects", len(res.Objects)))
+
+	// Apply: the engine's sequence, as the CLI's apply runs it.
+	cl, err := r.connect(ctx, obj, res)
+	var refusedKubeconfig *cluster.KubeconfigRefusedError
+	switch {
+	case errors.As(err, &refusedKubeconfig):
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonKubeconfigRefused, err)
+	case err != nil:
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
+	}
+	pass, err := engine.NewPass(ctx, cl, res)
+	if err != nil {
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
+	}
+	written, err := r.apply(ctx, mc, obj, pass)
+	var refused *engine.RolloutRefusedError
+	switch {
+	case errors.As(err, &refused):
+		set(metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonRolloutNotAllowed, err.Error()+": set spec.allowControlPlaneRollout: true when a rollout is acceptable")
+		return st, time.Time{}
+	case err != nil:
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonApplyFailed, err)
+	}
+
+	// Status: what was written, and what the checks after it say.
+	set(metricsv1alpha1.ConditionApplied, true, metricsv1alpha1.ReasonApplied, fmt.Sprintf("%d objects written", len(written)))
+	if ok, msg := verified(ctx, cl, res); ok {
+		set(metricsv1alpha1.ConditionVerified, true, metricsv1alpha1.ReasonVerified, msg)
+	} else {
+		set(metricsv1alpha1.ConditionVerified, false, metricsv1alpha1.ReasonCheckFailed, msg)
+	}
+	if len(written) > 0 {
+		st.RolledOut = written
+	}
+	return st, cluster.NextRenewal(pass.Certificates)
+}
+
+func setCondition(st *metricsv1alpha1.ClusterStatus, generation int64, t string, ok bool, reason, msg string) {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg), ObservedGeneration: generation})
+}
+
+// apply applies a pass; it returns what it wrote, and sends an event per
+// object written and one naming what now runs.
+func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, pass *engine.Pass) ([]string, error) {
+	var written []string
+	var mu sync.Mutex
+	report := func(e cluster.Event) {
+		switch e.Action {
+		case "created", "configured", "edited", "deleted":
+			mu.Lock()
+			written = append(written, e.Object+" "+e.Action)
+			mu.Unlock()
+			if r.Recorder != nil {
+				r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Applied", "Apply", "%s %s in the %s (Cluster %s)", e.Object, e.Action, e.Cluster, obj.GetName())
+			}
+		}
+	}
+	err := pass.Apply(ctx, engine.ApplyOptions{
+		ForceConflicts: true, // what EKS-A overwrote is taken back: the controller owns these fields
+		Report:         report,
+		AllowRollout:   func([]*cluster.Step) (bool, error) { return mc.Spec.AllowControlPlaneRollout, nil },
+	})
+	sort.Strings(written)
+	if err == nil && len(written) > 0 && r.Recorder != nil {
+		// What now runs and who was granted what, as PLAN.md says it, so
+		// that `kubectl describe mc` shows it too.
+		r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Runs", "Apply", "%s", truncate(runs(pass.Result)))
+	}
+	return written, err
+}
+
+// release takes back what eksa-metrics created for a Cluster (engine.Release:
+// its inventory, its serving certificates, and its KubeadmControlPlane
+// items when the MetricsConfig allows a rollout). A Cluster that is gone
+// took its workload cluster with it; one that was refused was never
+// applied, so nothing of another Cluster's is touched.
+func (r *Reconciler) release(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) error {
+	if obj == nil {
+		return nil
+	}
+	if obj.GetAnnotations()[PausedAnnotation] == "true" {
+		return fmt.Errorf("the Cluster is paused; its objects stay until it is resumed")
+	}
+	if reason, err := r.admitted(ctx, mc, obj); reason != "" {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	res, err := r.render(ctx, mc, obj)
+	if err != nil {
+		return err
+	}
+	cl, err := r.connect(ctx, obj, res)
+	if err != nil {
+		return err
+	}
+	err = engine.Release(ctx, cl, res, engine.ApplyOptions{ForceConflicts: true,
+		AllowRollout: func([]*cluster.Step) (bool, error) { return mc.Spec.AllowControlPlaneRollout, nil }})
+	var refused *engine.RolloutRefusedError
+	if errors.As(err, &refused) {
+		// Without a rollout allowed, the KubeadmControlPlane items stay;
+		// everything else went.
+		err = nil
+	}
+	if err == nil {
+		r.workloads.drop(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+	}
+	return err
+}

@@ -1,0 +1,193 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
+)
+
+// The decide phase's inputs: what a Cluster renders to, who may have it,
+// and what the checks after an apply say.
+
+// admitted checks, before anything is read or written for a Cluster, that
+// the policy lets the MetricsConfig have it done (admit) and that what
+// eksa-system keeps under the Cluster's name is its own (owned). A refusal
+// returns its condition reason with the error; a failed read returns no
+// reason.
+func (r *Reconciler) admitted(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) (reason string, err error) {
+	if err := r.Policy.admit(mc, obj); err != nil {
+		return metricsv1alpha1.ReasonNotAllowed, err
+	}
+	var notOwned *NotOwnedError
+	if err := r.owned(ctx, obj); errors.As(err, &notOwned) {
+		return metricsv1alpha1.ReasonNotOwned, err
+	} else if err != nil {
+		return "", err
+	}
+	return "", nil
+}
+
+// render renders the MetricsConfig for one Cluster, with the controller's
+// images (policy) and, where asked, the Cluster's EKS-A Bundles.
+func (r *Reconciler) render(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) (*render.Result, error) {
+	in, err := r.input(ctx, mc, obj)
+	if err != nil {
+		return nil, err
+	}
+	r.Policy.images(in)
+	var opts spec.Options
+	if r.Policy.ImagesFromBundles {
+		if opts.Bundles, err = r.bundles(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	return render.Render(in, opts)
+}
+
+// input builds the engine's input from the live objects: the EKS-A Cluster,
+// its control plane's machine config (for the OS family), and the
+// MetricsConfig's spec.
+func (r *Reconciler) input(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured) (*spec.Input, error) {
+	var c spec.Cluster
+	if err := convert(obj.Object, &c); err != nil {
+		return nil, fmt.Errorf("reading Cluster %s: %w", obj.GetName(), err)
+	}
+	in := &spec.Input{Cluster: c, Metrics: *mc.Spec.DeepCopy(), MetricsName: mc.Name, Resource: true}
+	if ref := c.Spec.ControlPlaneConfiguration.MachineGroupRef; ref.Kind != "" && ref.Name != "" {
+		mcObj := &unstructured.Unstructured{}
+		mcObj.SetGroupVersionKind(ClusterGVK.GroupVersion().WithKind(ref.Kind))
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, mcObj)
+		switch {
+		case err == nil:
+			var m spec.MachineConfig
+			if err := convert(mcObj.Object, &m); err != nil {
+				return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+			}
+			in.MachineConfigs = append(in.MachineConfigs, m)
+		case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+			return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+		}
+	}
+	return in, nil
+}
+
+func convert(from map[string]any, to any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(from, to)
+}
+
+// maxMessage bounds a condition message or last error: the API server
+// refuses a condition message over 32768 bytes, and with it the whole status
+// of the MetricsConfig.
+const maxMessage = 4096
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage - len(" … (truncated)")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " … (truncated)"
+}
+
+// verifyChecks are the checks of validate --kubeconfig that the controller
+// runs after each apply: what apply itself cannot see (the scraper
+// identities, the Prometheus that should select the ServiceMonitors, the
+// management controllers' accounts and labels), at a few reads each. The
+// others that read the live clusters hold by construction after a
+// successful apply (drift; serving-certificates: apply has just made or
+// renewed them; prometheus-operator-crds: the ServiceMonitors were
+// accepted), so running them would only read everything again. Reaching
+// the endpoints themselves is verify's job, from where the scraper runs.
+var verifyChecks = []string{"scraper-identities", "prometheus-selects-monitors", "management-components"}
+
+// verified runs verifyChecks; it says whether none failed, and what they found.
+func verified(ctx context.Context, cl *engine.Clusters, res *render.Result) (bool, string) {
+	skip := map[string]bool{}
+	for _, c := range validate.Checks() {
+		skip[c.Name] = !slices.Contains(verifyChecks, c.Name)
+	}
+	var failed, warned, passed []string
+	for _, r := range validate.Run(ctx, &validate.Input{Path: res.Config.ClusterName, Result: res, Management: cl.Management, Workload: cl.Workload}, skip) {
+		line := r.Name + ": " + r.Message
+		if len(r.Details) > 0 {
+			line += " (" + strings.Join(r.Details, "; ") + ")"
+		}
+		switch r.Status {
+		case validate.Fail, validate.Error:
+			failed = append(failed, line)
+		case validate.Warn:
+			warned = append(warned, line)
+		case validate.Pass:
+			passed = append(passed, r.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return false, strings.Join(append(failed, warned...), "; ")
+	}
+	msg := fmt.Sprintf("%d checks pass (%s)", len(passed), strings.Join(passed, ", "))
+	if len(warned) > 0 {
+		msg += "; " + strings.Join(warned, "; ")
+	}
+	return true, msg
+}
+
+// upgrading says why EKS Anywhere is busy with a Cluster (an upgrade or
+// another change it has not finished: its Ready condition is False, or it
+// has not reconciled the Cluster's latest generation), "" when it is not or
+// the Cluster has no status yet. The controller waits: its status changes
+// are watched.
+func upgrading(obj *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" && m["status"] == "False" {
+			return fmt.Sprintf("EKS Anywhere reports the Cluster not Ready (%v: %v): waiting until its upgrade or reconcile finishes", m["reason"], m["message"])
+		}
+	}
+	if rg, ok, _ := unstructured.NestedInt64(obj.Object, "status", "reconciledGeneration"); ok && rg < obj.GetGeneration() {
+		return fmt.Sprintf("EKS Anywhere has reconciled generation %d of the Cluster, not yet %d: waiting until it has", rg, obj.GetGeneration())
+	}
+	return ""
+}
+
+// runs says which images a render runs and who its bindings grant what,
+// every value escaped (an event is read on a terminal).
+func runs(res *render.Result) string {
+	var images, grants []string
+	for _, u := range res.Images() {
+		images = append(images, fmt.Sprintf("%s (%s, container %s)", safetext.Escape(u.Image), safetext.Escape(u.Object), safetext.Escape(u.Container)))
+	}
+	for _, g := range res.Grants() {
+		who := make([]string, len(g.Subjects))
+		for i, s := range g.Subjects {
+			who[i] = safetext.Escape(s)
+		}
+		grants = append(grants, fmt.Sprintf("%s to %s", safetext.Escape(g.Role), strings.Join(who, ", ")))
+	}
+	return fmt.Sprintf("Cluster %s runs %s; grants %s", safetext.Escape(res.Config.ClusterName), orNothing(images), orNothing(grants))
+}
+
+func orNothing(l []string) string {
+	if len(l) == 0 {
+		return "nothing"
+	}
+	return strings.Join(l, "; ")
+}

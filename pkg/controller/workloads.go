@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+)
+
+// workloads keeps one connection per workload cluster, made from its
+// kubeconfig Secret (and made again when the Secret's content changes),
+// and with it the watches of what eksa-metrics keeps there: an edit or a
+// deletion by anyone else re-plans that Cluster. It is what Cluster API's
+// ClusterCache does for its controllers (a client and watches per
+// cluster, dropped when the cluster goes), done here because ClusterCache
+// reads the kubeconfig Secret itself (it would run the exec plugins that
+// cluster.CheckSecretKubeconfig refuses) and needs the v1beta2 Cluster API
+// Cluster, which EKS-A v0.24's Cluster API 1.10 does not serve.
+type workloads struct {
+	mu      sync.Mutex
+	m       map[types.NamespacedName]*workload // by EKS-A Cluster namespace and name
+	trust   bool
+	drifted func(types.NamespacedName, cluster.Drift)
+}
+
+type workload struct {
+	hash    [32]byte // of the kubeconfig it was made from
+	cluster *cluster.Cluster
+	stop    context.CancelFunc // ends its watches
+}
+
+// get returns the connection to a workload cluster, made from data (the
+// kubeconfig read from its Secret) unless one from the same data exists.
+func (w *workloads) get(ctx context.Context, key types.NamespacedName, secret string, data []byte) (*cluster.Cluster, error) {
+	sum := sha256.Sum256(data)
+	w.mu.Lock()
+	c, ok := w.m[key]
+	w.mu.Unlock()
+	if ok && c.hash == sum {
+		return c.cluster, nil
+	}
+	wl, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: secret, KubeconfigData: data, TrustKubeconfigData: w.trust, Timeout: 30 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	// The watches outlive this reconcile: until the Cluster is let go.
+	watchCtx, stop := context.WithCancel(context.Background())
+	if err := wl.WatchInventory(watchCtx, key.Name, func(d cluster.Drift) { w.drifted(key, d) }); err != nil {
+		stop()
+		return nil, fmt.Errorf("watching what eksa-metrics keeps in the workload cluster: %w", err)
+	}
+	w.mu.Lock()
+	if old, ok := w.m[key]; ok {
+		old.stop()
+	}
+	w.m[key] = &workload{hash: sum, cluster: wl, stop: stop}
+	w.mu.Unlock()
+	return wl, nil
+}
+
+// watchManagement watches what eksa-metrics keeps in the management
+// cluster for the management Cluster (the controller's own connection).
+func (w *workloads) watchManagement(key types.NamespacedName, mgmt *cluster.Cluster) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.m[key]; ok && c.cluster == mgmt {
+		return nil
+	}
+	watchCtx, stop := context.WithCancel(context.Background())
+	if err := mgmt.WatchInventory(watchCtx, key.Name, func(d cluster.Drift) { w.drifted(key, d) }); err != nil {
+		stop()
+		return fmt.Errorf("watching what eksa-metrics keeps in the management cluster: %w", err)
+	}
+	if old, ok := w.m[key]; ok {
+		old.stop()
+	}
+	w.m[key] = &workload{cluster: mgmt, stop: stop}
+	return nil
+}
+
+// drop ends the connection and the watches of a Cluster let go of.
+func (w *workloads) drop(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.m[key]; ok {
+		c.stop()
+		delete(w.m, key)
+	}
+}
+
+// drifted re-plans the Cluster whose workload cluster changed.
+func (r *Reconciler) drifted(key types.NamespacedName, d cluster.Drift) {
+	log.Log.WithName("drift").Info("re-planning", "cluster", key.String(), "object", d.Object, "action", d.Action)
+	r.driftRepairs.Add(1)
+	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	r.clusterEvents <- event.GenericEvent{Object: obj}
+}
+
+// connect reaches the Cluster's workload cluster: the management cluster
+// itself, or through its kubeconfig Secret.
+func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured, res *render.Result) (*engine.Clusters, error) {
+	// The policy decides, never the Cluster's spec (admit has refused a
+	// Cluster whose spec and the policy disagree).
+	if r.Policy.IsManagement(obj.GetNamespace(), obj.GetName()) {
+		if !res.Config.Management {
+			return nil, fmt.Errorf("Cluster %s/%s rendered as a workload cluster although it is the management cluster", obj.GetNamespace(), obj.GetName())
+		}
+		if err := r.workloads.watchManagement(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, r.Management); err != nil {
+			return nil, err
+		}
+		return &engine.Clusters{Management: r.Management, Workload: r.Management}, nil
+	}
+	if res.Config.Management {
+		return nil, fmt.Errorf("Cluster %s/%s rendered as a management cluster although it is not the one the controller runs in", obj.GetNamespace(), obj.GetName())
+	}
+	name := res.Config.ClusterName
+	data, err := r.Management.WorkloadKubeconfig(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	wl, err := r.workloads.get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, fmt.Sprintf("Secret eksa-system/%s-kubeconfig", name), data)
+	if err != nil {
+		return nil, err
+	}
+	return &engine.Clusters{Management: r.Management, Workload: wl}, nil
+}

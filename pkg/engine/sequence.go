@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+)
+
+// A Pass is the engine's sequence for one Cluster, whoever drives it (apply
+// on the command line, the controller for each Cluster it selects):
+// connect, then NewPass (certificates and plan, read-only), then Apply
+// (rollout gate, certificates, apply and prune, cert-manager's issuance),
+// or Release to take everything back. The plan is a value the driver may
+// print or count before it applies it.
+type Pass struct {
+	Clusters     *Clusters
+	Result       *render.Result
+	Steps        []*cluster.Step
+	Certificates []*cluster.CertificateStep
+}
+
+// NewPass plans a render against the live clusters: the serving
+// certificates apply writes, then one step per object and a prune step for
+// each object the render no longer holds. It changes nothing.
+func NewPass(ctx context.Context, cl *Clusters, r *render.Result) (*Pass, error) {
+	certs, err := PlanCertificates(ctx, cl, r)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := Plan(ctx, cl, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Pass{Clusters: cl, Result: r, Steps: steps, Certificates: certs}, nil
+}
+
+// RollsControlPlane reports whether the plan replaces control-plane machines.
+func (p *Pass) RollsControlPlane() bool { return RollsControlPlane(p.Steps) }
+
+// Apply executes the plan behind the rollout gate (opts.Certificates is
+// the pass' own).
+func (p *Pass) Apply(ctx context.Context, opts ApplyOptions) error {
+	opts.Certificates = p.Certificates
+	return Apply(ctx, p.Clusters, p.Result, p.Steps, opts)
+}
+
+// Wait blocks until what the pass changed is ready.
+func (p *Pass) Wait(ctx context.Context, opts WaitOptions) error {
+	return Wait(ctx, p.Clusters, p.Result, p.Steps, opts.Timeout, opts.Interval, opts.Report)
+}
+
+// WaitOptions control Pass.Wait.
+type WaitOptions struct {
+	Timeout, Interval time.Duration
+	Report            cluster.Reporter
+}
+
+// Release takes back what eksa-metrics created for the render's Cluster: it
+// plans the empty render (every object of the Cluster's inventory pruned,
+// its KubeadmControlPlane items released), applies it, and deletes the
+// serving certificates. When the gate refuses the control-plane rollout
+// that releasing the KubeadmControlPlane items means, those items stay and
+// everything else goes; the refusal is returned after the rest is done.
+// Edited management Deployments keep their edits (eksctl anywhere upgrade
+// management-components restores them).
+func Release(ctx context.Context, cl *Clusters, r *render.Result, opts ApplyOptions) error {
+	empty := &render.Result{Config: r.Config, Change: kubeadm.Change{ClusterName: r.Config.ClusterName, APIVersion: r.Change.APIVersion}}
+	steps, err := Plan(ctx, cl, empty)
+	if err != nil {
+		return err
+	}
+	opts.Certificates = nil
+	err = Apply(ctx, cl, empty, steps, opts)
+	var refused *RolloutRefusedError
+	if errors.As(err, &refused) {
+		var rest []*cluster.Step
+		for _, s := range steps {
+			if !s.RollsControlPlane {
+				rest = append(rest, s)
+			}
+		}
+		opts.AllowRollout = nil
+		if err := Apply(ctx, cl, empty, rest, opts); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if err := cl.Workload.DeleteCertificates(ctx); err != nil {
+		return err
+	}
+	if refused != nil {
+		return refused
+	}
+	return nil
+}

@@ -1,0 +1,291 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/pkg/controller"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// quiet says whether a request is one a controller at rest sends (watches,
+// leader election, event series).
+func quiet(k string) bool {
+	return strings.HasPrefix(k, "WATCH ") || strings.Contains(k, "/leases/") || strings.HasPrefix(k, "PATCH /apis/events.k8s.io/")
+}
+
+// atRest waits until the controller has sent nothing but quiet requests
+// for 3 s: the reconciles its own writes caused are done.
+func atRest(t testing.TB, cnt *counter) {
+	t.Helper()
+	framework.WaitFor(t, "the controller at rest", time.Minute, func() (bool, error) {
+		cnt.reset()
+		time.Sleep(3 * time.Second)
+		for k := range cnt.reset() {
+			if !quiet(k) {
+				return false, fmt.Errorf("still sending %s", k)
+			}
+		}
+		return true, nil
+	})
+}
+
+// busy sums the requests that are not quiet.
+func busy(reqs map[string]int) (int, []string) {
+	n, what := 0, []string{}
+	for k, c := range reqs {
+		if !quiet(k) {
+			n += c
+			what = append(what, fmt.Sprintf("%s ×%d", k, c))
+		}
+	}
+	return n, what
+}
+
+func (f *fleet) appliedAll(t testing.TB, n int64) {
+	t.Helper()
+	f.waitFor(t, fmt.Sprintf("status: %d ready", n), func() error {
+		if st := f.status(t); st["readyClusters"] != n || st["selectedClusters"] != n {
+			return fmt.Errorf("%v", st)
+		}
+		return nil
+	})
+}
+
+// The unit of work is one Cluster: Cluster API's churn on a
+// KubeadmControlPlane and EKS-A's status churn on a Cluster cost no
+// re-plan, and a change of one Cluster re-plans that Cluster only.
+func TestControllerReplansOnlyWhatChanged(t *testing.T) {
+	f := newFleet(t, "w1", "w2")
+	cnt := &counter{reqs: map[string]int{}}
+	f.startController(t, cnt)
+	f.metricsConfig(t, true)
+	f.appliedAll(t, 2)
+	atRest(t, cnt)
+
+	ctx := context.Background()
+	kcps := f.mgmt.Dynamic.Resource(kcpGVR("v1beta2")).Namespace("eksa-system")
+	clusters := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default")
+	for i := 0; i < 10; i++ {
+		// What Cluster API's controllers and EKS-A's do all day: an
+		// annotation on the KCP, its status, the Cluster's status.
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"churn.test/n":"%d"}}}`, i)
+		if _, err := kcps.Patch(ctx, "w1", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		status := fmt.Sprintf(`{"status":{"observedGeneration":%d,"replicas":3}}`, i+1)
+		if _, err := kcps.Patch(ctx, "w1", types.MergePatchType, []byte(status), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+		cstatus := fmt.Sprintf(`{"status":{"failureMessage":null,"childrenReconciledGeneration":%d}}`, i+1)
+		if _, err := clusters.Patch(ctx, "w1", types.MergePatchType, []byte(cstatus), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * time.Second) // what a re-plan would send, it would have sent by now
+	n, what := busy(cnt.reset())
+	t.Logf("30 annotation and status updates (10 on the KubeadmControlPlane's metadata, 10 on its status, 10 on the Cluster's status): %d requests to the management API server %v", n, what)
+	if n > 20 {
+		t.Errorf("churn cost %d requests (at most 20): %v", n, what)
+	}
+
+	// A label change on w1 (a spec-level change of that Cluster alone):
+	// nothing of w2 is read.
+	f.label(t, "w1", map[string]any{"metrics": "on", "team": "a"}, nil)
+	atRest(t, cnt)
+	time.Sleep(time.Second)
+	f.label(t, "w1", map[string]any{"metrics": "on", "team": "b"}, nil)
+	var reqs map[string]int
+	framework.WaitFor(t, "w1 re-planned", 30*time.Second, func() (bool, error) {
+		time.Sleep(3 * time.Second)
+		reqs = cnt.reset()
+		n, _ := busy(reqs)
+		return n > 0, fmt.Errorf("no request")
+	})
+	atRest(t, cnt)
+	for k := range reqs {
+		if strings.Contains(k, "/w2") {
+			t.Errorf("a change of w1 read w2's objects: %s", k)
+		}
+	}
+	n, what = busy(reqs)
+	t.Logf("a label change of w1: %d requests to the management API server, none for w2: %v", n, what)
+}
+
+// What eksa-metrics keeps in each cluster is watched there: a deleted
+// DaemonSet, a widened reader binding and a deleted serving certificate in
+// a workload cluster, and a deleted ClusterRole in the management cluster,
+// are put back.
+func TestControllerRepairsDriftInEveryCluster(t *testing.T) {
+	f := newFleet(t, "w1", "w2", "mgmt")
+	cnt := &counter{reqs: map[string]int{}}
+	f.startController(t, cnt)
+	f.metricsConfig(t, true)
+	f.appliedAll(t, 3)
+	atRest(t, cnt)
+	ctx := context.Background()
+	w1 := f.workloads["w1"]
+
+	start := time.Now()
+	if err := w1.Client.AppsV1().DaemonSets(templates.SystemNS).Delete(ctx, templates.NodeDS, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the deleted DaemonSet back in w1", func() error {
+		_, err := w1.Client.AppsV1().DaemonSets(templates.SystemNS).Get(ctx, templates.NodeDS, metav1.GetOptions{})
+		return err
+	})
+	t.Logf("DaemonSet %s/%s deleted in w1: restored after %s", templates.SystemNS, templates.NodeDS, time.Since(start).Round(100*time.Millisecond))
+
+	// Someone widens the reader binding: the subjects go back to the
+	// MetricsConfig's scrapers.
+	crbs, err := w1.Client.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix})
+	if err != nil || len(crbs.Items) == 0 {
+		t.Fatalf("no ClusterRoleBinding of eksa-metrics in w1: %v", err)
+	}
+	crb := crbs.Items[0]
+	for _, c := range crbs.Items {
+		if c.RoleRef.Name == templates.ReaderRole {
+			crb = c
+		}
+	}
+	want := fmt.Sprint(crb.Subjects)
+	crb.Subjects = append(crb.Subjects, crb.Subjects[0])
+	crb.Subjects[len(crb.Subjects)-1].Name = "system:authenticated"
+	crb.Subjects[len(crb.Subjects)-1].Kind = "Group"
+	start = time.Now()
+	if _, err := w1.Client.RbacV1().ClusterRoleBindings().Update(ctx, &crb, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the binding's subjects restored", func() error {
+		live, err := w1.Client.RbacV1().ClusterRoleBindings().Get(ctx, crb.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := fmt.Sprint(live.Subjects); got != want {
+			return fmt.Errorf("subjects %s, want %s", got, want)
+		}
+		return nil
+	})
+	t.Logf("ClusterRoleBinding %s widened to system:authenticated in w1: restored after %s", crb.Name, time.Since(start).Round(100*time.Millisecond))
+
+	// The serving CA's Secret: made again (a new CA, the proxies' serving
+	// certificates with it).
+	start = time.Now()
+	if err := w1.Client.CoreV1().Secrets(templates.SystemNS).Delete(ctx, templates.ServingCA, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the serving CA back in w1", func() error {
+		_, err := w1.Client.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+		return err
+	})
+	t.Logf("Secret %s/%s deleted in w1: restored after %s", templates.SystemNS, templates.ServingCA, time.Since(start).Round(100*time.Millisecond))
+
+	start = time.Now()
+	if err := f.mgmt.Client.RbacV1().ClusterRoles().Delete(ctx, templates.ReaderRole, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the reader ClusterRole back in the management cluster", func() error {
+		_, err := f.mgmt.Client.RbacV1().ClusterRoles().Get(ctx, templates.ReaderRole, metav1.GetOptions{})
+		return err
+	})
+	t.Logf("ClusterRole %s deleted in the management cluster: restored after %s", templates.ReaderRole, time.Since(start).Round(100*time.Millisecond))
+	atRest(t, cnt)
+	if objs := objects(t, f.workloads["w2"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+		t.Errorf("w2 lost objects: %v", objs)
+	}
+}
+
+// A workload cluster that does not answer is reported in its own state and
+// retried with backoff; the others are applied meanwhile.
+func TestControllerUnreachableClusterDoesNotHoldTheOthers(t *testing.T) {
+	f := newFleet(t, "w1", "w2")
+	// w3's kubeconfig names a port where nothing listens.
+	dead := strings.ReplaceAll(string(flatKubeconfig(t, f.workloads["w1"].Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"))),
+		f.workloads["w1"].URL, fmt.Sprintf("https://127.0.0.1:%d", framework.FreePort(t)))
+	f.eksaCluster(t, "default", "w3", "mgmt", []byte(dead))
+	cnt := &counter{reqs: map[string]int{}}
+	f.startController(t, cnt)
+	f.metricsConfig(t, true)
+	f.waitFor(t, "w1 and w2 applied, w3 unreachable", func() error {
+		st := f.status(t)
+		if st["readyClusters"] != int64(2) || st["selectedClusters"] != int64(3) {
+			return fmt.Errorf("%v", st)
+		}
+		for _, c := range st["clusters"].([]any) {
+			c := c.(map[string]any)
+			if c["name"] == "w3" && !strings.Contains(fmt.Sprint(c["conditions"]), controllerReason("Unreachable")) {
+				return fmt.Errorf("w3: %v", c)
+			}
+		}
+		return nil
+	})
+	if cond := readyCondition(t, f); cond["status"] != "False" || !strings.Contains(fmt.Sprint(cond["message"]), "2 of 3") {
+		t.Errorf("Ready: %v", cond)
+	}
+}
+
+func controllerReason(r string) string { return "reason:" + r }
+
+func readyCondition(t testing.TB, f *fleet) map[string]any {
+	t.Helper()
+	conds, _, _ := unstructured.NestedSlice(f.status(t), "conditions")
+	for _, c := range conds {
+		if m := c.(map[string]any); m["type"] == "Ready" {
+			return m
+		}
+	}
+	return nil
+}
+
+// Two shards, each with its own lease: each keeps its own Clusters and
+// writes its own part of the status; the unsharded one leaves a sharded
+// Cluster alone.
+func TestControllerShardsLeaveEachOthersClustersAlone(t *testing.T) {
+	f := newFleet(t, "w1", "w2")
+	f.label(t, "w2", map[string]any{"metrics": "on", controller.ShardLabel: "b"}, nil)
+	cnt := &counter{reqs: map[string]int{}}
+	f.startController(t, cnt)
+	f.metricsConfig(t, true)
+	f.appliedAll(t, 1)
+	atRest(t, cnt)
+	if objs := objects(t, f.workloads["w2"]); len(objs) > 0 {
+		t.Errorf("the unsharded controller wrote to shard b's w2: %v", objs)
+	}
+	f.startControllerWith(t, &counter{reqs: map[string]int{}}, func(o *cli.ControllerOptions) {
+		o.Shard = "b"
+		o.MetricsAddress = "0"
+	})
+	f.waitFor(t, "shard b applies w2 and says so in status.shards", func() error {
+		if objs := objects(t, f.workloads["w2"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+			return fmt.Errorf("w2: %v", objs)
+		}
+		shards, _, _ := unstructured.NestedSlice(f.status(t), "shards")
+		if len(shards) != 1 || shards[0].(map[string]any)["name"] != "b" || shards[0].(map[string]any)["readyClusters"] != int64(1) {
+			return fmt.Errorf("status.shards %v", shards)
+		}
+		return nil
+	})
+	if st := f.status(t); st["readyClusters"] != int64(1) || st["selectedClusters"] != int64(1) {
+		t.Errorf("the unsharded status changed: %v", st)
+	}
+	leases, err := f.mgmt.Client.CoordinationV1().Leases("eksa-metrics-system").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range leases.Items {
+		names = append(names, l.Name)
+	}
+	if !has(names, "eksa-metrics-controller") || !has(names, "eksa-metrics-controller-b") {
+		t.Errorf("leases %v, want one per shard", names)
+	}
+}
