@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,20 +236,20 @@ func setCondition(st *metricsv1alpha1.ClusterStatus, generation int64, t string,
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: truncate(msg), ObservedGeneration: generation})
 }
 
-// apply applies a pass; it returns what it wrote, and sends an event per
-// object written and one naming what now runs.
+// apply applies a pass; it returns what it wrote, and sends one event
+// naming the objects written and one naming what now runs (two events per
+// Cluster, not one per object: at fleet scale, events are most of a first
+// pass's requests).
 func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, pass *engine.Pass) ([]string, error) {
-	var written []string
+	var written, where []string
 	var mu sync.Mutex
 	report := func(e cluster.Event) {
 		switch e.Action {
 		case "created", "configured", "edited", "deleted":
 			mu.Lock()
 			written = append(written, e.Object+" "+e.Action)
+			where = append(where, fmt.Sprintf("%s %s in the %s", e.Object, e.Action, e.Cluster))
 			mu.Unlock()
-			if r.Recorder != nil {
-				r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Applied", "Apply", "%s %s in the %s (Cluster %s)", e.Object, e.Action, e.Cluster, obj.GetName())
-			}
 		}
 	}
 	err := pass.Apply(ctx, engine.ApplyOptions{
@@ -257,10 +258,14 @@ func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 		AllowRollout:   func([]*cluster.Step) (bool, error) { return mc.Spec.AllowControlPlaneRollout, nil },
 	})
 	sort.Strings(written)
-	if err == nil && len(written) > 0 && r.Recorder != nil {
-		// What now runs and who was granted what, as PLAN.md says it, so
-		// that `kubectl describe mc` shows it too.
-		r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Runs", "Apply", "%s", truncate(runs(pass.Result)))
+	sort.Strings(where)
+	if len(written) > 0 && r.Recorder != nil {
+		r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Applied", "Apply", "%s", truncate(fmt.Sprintf("Cluster %s: %d objects written: %s", obj.GetName(), len(where), strings.Join(where, "; "))))
+		if err == nil {
+			// What now runs and who was granted what, as PLAN.md says it, so
+			// that `kubectl describe mc` shows it too.
+			r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Runs", "Apply", "%s", truncate(runs(pass.Result)))
+		}
 	}
 	return written, err
 }

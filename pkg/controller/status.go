@@ -34,8 +34,9 @@ const maxListed = 100
 // the status. After a restart it is empty until each Cluster has been
 // reconciled again; the status keeps the entries written before.
 type results struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]map[string]*result
+	mu      sync.Mutex
+	m       map[types.NamespacedName]map[string]*result
+	written map[types.NamespacedName]time.Time // the last status write
 }
 
 type result struct {
@@ -44,7 +45,9 @@ type result struct {
 	failures int  // consecutive, for the backoff
 }
 
-func newResults() *results { return &results{m: map[types.NamespacedName]map[string]*result{}} }
+func newResults() *results {
+	return &results{m: map[types.NamespacedName]map[string]*result{}, written: map[types.NamespacedName]time.Time{}}
+}
 
 // backoff after n consecutive failures: 10 s, doubling, at most 5 minutes.
 func backoff(n int) time.Duration {
@@ -117,6 +120,7 @@ func (r *results) forget(mc types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, mc)
+	delete(r.written, mc)
 }
 
 // snapshot copies a MetricsConfig's states.
@@ -173,11 +177,32 @@ func (r *Reconciler) reconcileConfig(ctx context.Context, req reconcile.Request)
 		controllerutil.AddFinalizer(&mc, r.finalizer())
 		return reconcile.Result{}, r.Client.Patch(ctx, &mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	}
+	// At most one status write per statusInterval: a fleet's first pass
+	// changes a Cluster's state many times a second.
+	if wait := r.results.throttle(req.NamespacedName, time.Now()); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
 	st, _, err := r.summary(ctx, &mc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, r.writeStatus(ctx, &mc, st)
+}
+
+// statusInterval is the least time between two status writes of one
+// MetricsConfig.
+const statusInterval = 2 * time.Second
+
+// throttle says how long to wait before the next status write of a
+// MetricsConfig (zero: now, and the write is counted).
+func (r *results) throttle(mc types.NamespacedName, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.written[mc]; ok && now.Sub(last) < statusInterval {
+		return statusInterval - now.Sub(last)
+	}
+	r.written[mc] = now
+	return 0
 }
 
 // writeStatus writes the status when it changed: at rest, nothing is

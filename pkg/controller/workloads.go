@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"sync"
-	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,21 +36,25 @@ type workloads struct {
 
 type workload struct {
 	hash    [32]byte // of the kubeconfig it was made from
+	version string   // the Secret's resourceVersion it was read at
 	cluster *cluster.Cluster
 	stop    context.CancelFunc // ends its watches
 }
 
 // get returns the connection to a workload cluster, made from data (the
 // kubeconfig read from its Secret) unless one from the same data exists.
-func (w *workloads) get(ctx context.Context, key types.NamespacedName, secret string, data []byte) (*cluster.Cluster, error) {
+func (w *workloads) get(ctx context.Context, key types.NamespacedName, name, version string, data []byte) (*cluster.Cluster, error) {
 	sum := sha256.Sum256(data)
 	w.mu.Lock()
 	c, ok := w.m[key]
+	if ok && c.hash == sum {
+		c.version = version
+	}
 	w.mu.Unlock()
 	if ok && c.hash == sum {
 		return c.cluster, nil
 	}
-	wl, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: secret, KubeconfigData: data, TrustKubeconfigData: w.trust, Timeout: 30 * time.Second})
+	wl, err := engine.ConnectWorkload(ctx, name, data, nil, w.trust)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +68,7 @@ func (w *workloads) get(ctx context.Context, key types.NamespacedName, secret st
 	if old, ok := w.m[key]; ok {
 		old.stop()
 	}
-	w.m[key] = &workload{hash: sum, cluster: wl, stop: stop}
+	w.m[key] = &workload{hash: sum, version: version, cluster: wl, stop: stop}
 	w.mu.Unlock()
 	return wl, nil
 }
@@ -86,6 +90,17 @@ func (w *workloads) watchManagement(key types.NamespacedName, mgmt *cluster.Clus
 		old.stop()
 	}
 	w.m[key] = &workload{cluster: mgmt, stop: stop}
+	return nil
+}
+
+// current returns the connection made from the Secret at this
+// resourceVersion, if there is one: the Secret is not read again.
+func (w *workloads) current(key types.NamespacedName, version string) *cluster.Cluster {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.m[key]; ok && version != "" && c.version == version {
+		return c.cluster
+	}
 	return nil
 }
 
@@ -125,11 +140,23 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 		return nil, fmt.Errorf("Cluster %s/%s rendered as a management cluster although it is not the one the controller runs in", obj.GetNamespace(), obj.GetName())
 	}
 	name := res.Config.ClusterName
+	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	// The Secret's metadata is watched: while its resourceVersion is the
+	// one the connection was made at, its content is not read again.
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	var version string
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: EKSASystemNamespace, Name: name + "-kubeconfig"}, secret); err == nil {
+		version = secret.GetResourceVersion()
+		if wl := r.workloads.current(key, version); wl != nil {
+			return &engine.Clusters{Management: r.Management, Workload: wl}, nil
+		}
+	}
 	data, err := r.Management.WorkloadKubeconfig(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	wl, err := r.workloads.get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, fmt.Sprintf("Secret eksa-system/%s-kubeconfig", name), data)
+	wl, err := r.workloads.get(ctx, key, name, version, data)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 )
@@ -64,6 +65,14 @@ func WorkloadOf(ctx context.Context, mgmt *cluster.Cluster, name string, wrap fu
 	if err != nil {
 		return nil, err
 	}
+	return ConnectWorkload(ctx, name, data, wrap, trust)
+}
+
+// ConnectWorkload reaches a workload cluster through data, the kubeconfig
+// read from Secret eksa-system/<name>-kubeconfig (WorkloadOf; the
+// controller, which keeps a connection while the Secret's content stays
+// the same).
+func ConnectWorkload(ctx context.Context, name string, data []byte, wrap func(http.RoundTripper) http.RoundTripper, trust bool) (*cluster.Cluster, error) {
 	source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
-	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, TrustKubeconfigData: trust, WrapTransport: wrap})
+	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, TrustKubeconfigData: trust, WrapTransport: wrap, Timeout: 30 * time.Second})
 }
