@@ -44,8 +44,9 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 	}
 	inventory := fmt.Sprintf("%s=%s,%s=%s", templates.ManagedByLabel, templates.Prefix, templates.ClusterLabel, clusterName)
 	// The serving certificates' Secrets and CA bundles are the workload
-	// cluster's, not one Cluster name's: labelled as certificates.
-	certificates := fmt.Sprintf("%s=%s,%s", templates.ManagedByLabel, templates.Prefix, templates.CertificateLabel)
+	// cluster's, not one Cluster name's: labelled as certificates, and
+	// watched with the rest of what eksa-metrics manages.
+	managedBy := templates.ManagedByLabel + "=" + templates.Prefix
 	factories := map[string]metadatainformer.SharedInformerFactory{}
 	factory := func(namespace, selector string) metadatainformer.SharedInformerFactory {
 		key := namespace + " " + selector
@@ -70,7 +71,9 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 		}
 		selectors := []string{inventory}
 		if gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap") {
-			selectors = append(selectors, certificates)
+			// One watch for both the inventory and the certificates (each
+			// watch holds buffers: a fleet has thousands).
+			selectors = []string{managedBy}
 		}
 		// Where this identity may not watch cluster-wide (the controller on
 		// its management cluster), in the namespaces where it may.
@@ -98,14 +101,14 @@ func watchKind(inf toolscache.SharedIndexInformer, kind string, ours func(metav1
 	_ = inf.SetWatchErrorHandlerWithContext(func(context.Context, *toolscache.Reflector, error) {}) // retried; the reconcile reports what it cannot reach
 	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
-			if o, ok := obj.(metav1.Object); ok && !initial && !ownWrite(o) {
+			if o, ok := obj.(metav1.Object); ok && !initial && ours(o) && !ownWrite(o) {
 				drifted(Drift{Object: name(o), Action: "created"})
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(metav1.Object)
 			n, ok2 := newObj.(metav1.Object)
-			if ok1 && ok2 && changed(o, n) && !ownWrite(n) {
+			if ok1 && ok2 && (ours(o) || ours(n)) && changed(o, n) && !ownWrite(n) {
 				drifted(Drift{Object: name(n), Action: "edited"})
 			}
 		},

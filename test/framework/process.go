@@ -2,12 +2,14 @@ package framework
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -155,15 +157,53 @@ func Override(defaults kubeadm.Args, extra kubeadm.Args) kubeadm.Args {
 	return out
 }
 
-// FreePort returns a free TCP port on 127.0.0.1.
+// FreePort returns a free TCP port on 127.0.0.1, below the kernel's
+// ephemeral range: a port from that range (what "127.0.0.1:0" hands out)
+// can be taken by any outgoing connection between this call and the
+// server's bind, which made kube-apiserver fail with "address already in
+// use" on a loaded machine. No port is handed out twice by one process.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	low, high := 20000, ephemeralLow()
+	if high-low < 1000 {
+		low = 1024
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 1000 {
+		p := low + rand.IntN(high-low)
+		if handedOut[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		handedOut[p] = true
+		return p
+	}
+	t.Fatalf("no free port in %d-%d on 127.0.0.1", low, high)
+	return 0
+}
+
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{}
+)
+
+// ephemeralLow is the start of the kernel's ephemeral port range (32768
+// where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil || lo <= 1024 {
+		return 32768
+	}
+	return lo
 }
 
 // WaitFor polls cond until it returns true or the timeout passes.

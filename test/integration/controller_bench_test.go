@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -81,6 +83,13 @@ func benchFleet(b *testing.B, n int) {
 		reqs += c
 	}
 	runtime.GC()
+	if path := os.Getenv("EKSA_METRICS_HEAPPROFILE"); path != "" {
+		// go tool pprof -top -sample_index=inuse_space <test binary> <path>
+		if out, err := os.Create(path); err == nil {
+			_ = pprof.WriteHeapProfile(out)
+			_ = out.Close()
+		}
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	b.ReportMetric(elapsed.Seconds(), "s/fleet")
