@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -67,7 +68,8 @@ A change that rolls control-plane machines needs --allow-control-plane-rollout
 	fl.VarP(singleValue{&o.Filename}, "filename", "f", "cluster spec file with a metrics section (- for stdin); one cluster")
 	o.ClusterFlags.bind(fl)
 	fl.BoolVar(&o.AllowControlPlaneRollout, "allow-control-plane-rollout", false, "allow a KubeadmControlPlane change, which replaces every control-plane machine")
-	fl.StringVar(&o.DryRun, "dry-run", "none", "none, client (print the plan only) or server (send every request with dryRun=All)")
+	fl.StringVar(&o.DryRun, "dry-run", "none", "none, client (print the plan only; a bare --dry-run means client, as in kubectl) or server (send every request with dryRun=All); give the value with =")
+	fl.Lookup("dry-run").NoOptDefVal = "client"
 	fl.BoolVar(&o.Diff, "diff", false, "show the field-level changes in the plan")
 	fl.BoolVar(&o.ForceConflicts, "force-conflicts", false, "take over fields that other field managers own")
 	fl.BoolVar(&o.Wait, "wait", false, "wait for changed DaemonSets and a KubeadmControlPlane rollout")
@@ -98,6 +100,10 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		ctx = context.Background()
 	}
 	errOut := o.f.IOStreams.ErrOut
+	if st, err := os.Stat(o.Filename); o.Filename != "-" && err == nil && st.IsDir() {
+		return usageErrorf("-f %s is a directory: apply works on one cluster spec (it plans and applies that cluster's objects), so name its file, e.g. -f %s; to render a fleet, use generate -f %s -o kustomize --output-dir DIR",
+			o.Filename, filepath.Join(o.Filename, "<cluster>.yaml"), o.Filename)
+	}
 	opts, err := o.RenderFlags.options()
 	if err != nil {
 		return err

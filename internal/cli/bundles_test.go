@@ -26,7 +26,8 @@ func TestBundlesOverride(t *testing.T) {
 		}
 		return p
 	}
-	on129 := strings.Replace(string(example), `kubernetesVersion: "1.36"`, `kubernetesVersion: "1.29"`, 1)
+	// 1.29 needs an EKS-A release that still ships it (v0.26 dropped it).
+	on129 := strings.Replace(strings.Replace(string(example), `kubernetesVersion: "1.36"`, `kubernetesVersion: "1.29"`, 1), "eksaVersion: v0.26.1", "eksaVersion: v0.25.2", 1)
 	mirrored := strings.Replace(on129, "  kubernetesVersion:", "  registryMirrorConfiguration: {endpoint: mirror.example.internal:5000}\n  kubernetesVersion:", 1)
 	if on129 == string(example) || mirrored == on129 {
 		t.Fatal("the example changed; adjust the test")

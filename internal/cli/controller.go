@@ -332,7 +332,7 @@ policy flags are passed on to the controller's arguments.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&image, "image", config.DefaultImage, "the controller's image")
+	cmd.Flags().StringVar(&image, "image", defaultControllerImage(), "the controller's image (a release build defaults to its own release's image; eksa-metrics version shows it)")
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
 	cmd.Flags().StringSliceVar(&shards, "shard", nil, "add a Deployment eksa-metrics-controller-<shard> that keeps the Clusters labelled "+controller.ShardLabel+"=<shard>, with its own Lease; repeatable (the first Deployment keeps the Clusters without the label)")
 	policyFlags(cmd.Flags(), o)

@@ -16,7 +16,7 @@ const (
 	ExitOK      = 0
 	ExitRuntime = 1 // a cluster was unreachable, an apply failed, a file could not be written
 	ExitUsage   = 2 // bad flags or arguments
-	ExitInvalid = 3 // invalid input (a refused workload kubeconfig Secret too), or failed validation
+	ExitInvalid = 3 // invalid input (a missing or malformed kubeconfig, a refused workload kubeconfig Secret too), or failed validation
 )
 
 // usageError is a bad flag or argument.
@@ -37,6 +37,7 @@ func ExitCode(err error) int {
 	var vfailed *validateFailedError
 	var fleet *fleetError
 	var refused *cluster.KubeconfigRefusedError
+	var badKubeconfig *cluster.KubeconfigInvalidError
 	switch {
 	case errors.As(err, &fleet):
 		if fleet.invalid {
@@ -47,7 +48,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &usage):
 		return ExitUsage
-	case errors.As(err, &invalid), errors.As(err, &failed), errors.As(err, &vfailed), errors.As(err, &refused):
+	case errors.As(err, &invalid), errors.As(err, &failed), errors.As(err, &vfailed), errors.As(err, &refused), errors.As(err, &badKubeconfig):
 		return ExitInvalid
 	}
 	return ExitRuntime

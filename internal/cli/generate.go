@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,6 +69,14 @@ func (o *GenerateOptions) Validate() error {
 		if o.OutputDir != "" {
 			return usageErrorf("--output-dir goes with -o kustomize, not -o %s", o.Output)
 		}
+		for _, fl := range []struct {
+			name, does string
+			set        bool
+		}{{"--force", "replaces an --output-dir that -o kustomize wrote before", o.Force}, {"--prune", "removes the cluster directories of a fleet's --output-dir", o.Prune}} {
+			if fl.set {
+				return usageErrorf("%s %s, but -o %s writes to stdout, where there is nothing to replace or remove: drop %s, or add -o kustomize --output-dir DIR", fl.name, fl.does, o.Output, fl.name)
+			}
+		}
 	case "kustomize":
 		if o.OutputDir == "" {
 			return usageErrorf("-o kustomize needs --output-dir DIR")
@@ -82,6 +93,9 @@ func (o *GenerateOptions) Validate() error {
 // Run loads, renders and writes: one spec to stdout or a directory, or a
 // fleet (several files, or directories) to one directory per cluster.
 func (o *GenerateOptions) Run() error {
+	if err := refuseOutputInInputs(o.Filenames, o.OutputDir); err != nil {
+		return err
+	}
 	files, err := expandInputs(o.Filenames)
 	if err != nil {
 		return err
@@ -121,6 +135,66 @@ func (o *GenerateOptions) Run() error {
 	}
 	o.warnApplyOnly(r)
 	return output.WriteYAML(out, r)
+}
+
+// refuseOutputInInputs refuses (a usage error) what makes a fleet read its
+// own output as specs: a directory eksa-metrics wrote holds a cluster.yaml
+// with kind: Cluster and no metrics section, so under a -f directory every
+// later run would fail on it. An --output-dir inside a -f directory is
+// refused before anything is written, and a -f directory that already holds
+// one (a marker file) is refused by generate and validate alike.
+func refuseOutputInInputs(inputs []string, outputDir string) error {
+	for _, in := range inputs {
+		if st, err := os.Stat(in); in == "-" || err != nil || !st.IsDir() {
+			continue
+		}
+		if outputDir != "" && within(outputDir, in) {
+			rp := realPath(in)
+			return usageErrorf("--output-dir %s is inside the input directory -f %s: the next run would read the cluster.yaml files written there as cluster specs, and fail; choose an --output-dir outside %s (for example %s)",
+				outputDir, in, in, filepath.Join(filepath.Dir(rp), filepath.Base(rp)+"-rendered"))
+		}
+		var found string
+		_ = filepath.WalkDir(in, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == output.MarkerFile {
+				found = filepath.Dir(p)
+				return fs.SkipAll
+			}
+			return nil // a read error is reported when the inputs are read
+		})
+		if found != "" {
+			return usageErrorf("the input directory -f %s holds %s, which eksa-metrics generate wrote (it has a %s marker): its cluster.yaml is rendered output, not a cluster spec; move %s out of %s (generate's --output-dir belongs outside every -f directory), or name the spec files or directories with -f",
+				in, found, output.MarkerFile, found, in)
+		}
+	}
+	return nil
+}
+
+// within says whether p is dir or below it, through symbolic links too (p
+// need not exist yet).
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(realPath(dir), realPath(p))
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// realPath is p made absolute with the symbolic links of its longest
+// existing prefix resolved.
+func realPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	rest := ""
+	for cur := abs; ; {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
 }
 
 // warnApplyOnly says what a stream on stdout cannot carry: the edits that

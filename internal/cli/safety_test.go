@@ -298,15 +298,16 @@ func TestOneSpecForApplyAndVerify(t *testing.T) {
 	}
 }
 
-// Without --kubeconfig, apply and verify use $KUBECONFIG as kubectl does.
+// Without --kubeconfig, apply and verify use $KUBECONFIG as kubectl does; a
+// missing file there is invalid input (exit 3) that says where it came from.
 func TestApplyAndVerifyReadKUBECONFIG(t *testing.T) {
 	ex := filepath.Join(testutil.RepoRoot(), "examples", "docker-bindaddress.yaml")
 	missing := filepath.Join(t.TempDir(), "from-env.kubeconfig")
 	t.Setenv("KUBECONFIG", missing)
 	for _, cmd := range []string{"apply", "verify"} {
 		code, _, stderr := run(t, "", cmd, "-f", ex)
-		if code != ExitRuntime || !strings.Contains(stderr, missing) {
-			t.Errorf("%s: exit %d (want 1 naming $KUBECONFIG):\n%s", cmd, code, stderr)
+		if code != ExitInvalid || !strings.Contains(stderr, `"`+missing+`" (from $KUBECONFIG)`) {
+			t.Errorf("%s: exit %d (want 3 naming $KUBECONFIG):\n%s", cmd, code, stderr)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -102,6 +103,9 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if err := refuseOutputInInputs(o.Filenames, ""); err != nil {
+		return err
+	}
 	files, err := expandInputs(o.Filenames)
 	if err != nil {
 		return err
@@ -119,11 +123,13 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	in := &validate.Input{Path: files[0]}
 	in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[0], opts)
 	if o.From != "" {
-		var lerr, rerr error
-		_, in.Old, lerr, rerr = o.load(o.From, opts)
 		in.OldPath = o.From
-		if in.OldErr = lerr; in.OldErr == nil {
-			in.OldErr = rerr
+		if in.OldErr = fromFileProblem(o.From); in.OldErr == nil {
+			var lerr, rerr error
+			_, in.Old, lerr, rerr = o.load(o.From, opts)
+			if in.OldErr = lerr; in.OldErr == nil {
+				in.OldErr = rerr
+			}
 		}
 	}
 	if o.Kubeconfig != "" && in.Result != nil {
@@ -211,6 +217,27 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 		return err
 	}
 	return o.outcome(all)
+}
+
+// fromFileProblem says why --from cannot be read as one spec file (invalid
+// input, which fails the upgrade-diff check: exit 3), naming the flag.
+func fromFileProblem(name string) error {
+	if name == "-" {
+		return nil
+	}
+	st, err := os.Stat(name)
+	detail := ""
+	switch {
+	case isNotExist(err):
+		detail = "no such file; check the --from path (the -f spec's version on the base branch, e.g. from git show BASE:FILE)"
+	case err != nil:
+		detail = "cannot read the --from file: " + err.Error()
+	case st.IsDir():
+		detail = "is a directory; --from takes one file, the -f spec's version on the base branch"
+	default:
+		return nil
+	}
+	return &spec.InvalidError{Problems: []spec.Problem{{File: name, Detail: detail}}}
 }
 
 func (o *ValidateOptions) load(name string, opts spec.Options) (*spec.File, *render.Result, error, error) {

@@ -8,8 +8,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -104,7 +106,11 @@ type ConnectOptions struct {
 // UnreachableError says which kubeconfig and context could not be used.
 type UnreachableError struct {
 	Role, Kubeconfig, Context, Server string
-	Err                               error
+	// From says where Kubeconfig came from (the --kubeconfig flag,
+	// $KUBECONFIG, the default ~/.kube/config); empty when Kubeconfig says it
+	// (a Secret).
+	From string
+	Err  error
 }
 
 func (e *UnreachableError) Error() string {
@@ -119,27 +125,76 @@ func (e *UnreachableError) Error() string {
 		server = " (server " + e.Server + ")"
 	}
 	try := "kubectl --kubeconfig " + e.Kubeconfig + " cluster-info"
-	if strings.ContainsAny(e.Kubeconfig, " $~") {
+	if strings.ContainsAny(e.Kubeconfig, " $~"+string(filepath.ListSeparator)) || e.From == fromEnv {
 		try = "kubectl cluster-info"
 	}
-	return fmt.Sprintf("cannot reach the %s cluster of kubeconfig %q, %s%s: %v; check that the file and context are right and that the API server is reachable from here (%s)",
-		e.Role, e.Kubeconfig, ctx, server, e.Err, try)
+	if e.Context != "" {
+		try = strings.TrimSuffix(try, " cluster-info") + " --context " + e.Context + " cluster-info"
+	}
+	return fmt.Sprintf("cannot reach the %s cluster of kubeconfig %q%s, %s%s: %v; check that the file and context are right and that the API server is reachable from here (%s)",
+		e.Role, e.Kubeconfig, from(e.From), ctx, server, e.Err, try)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// KubeconfigInvalidError is a kubeconfig that is missing, cannot be read or
+// parsed, or does not name a usable context and server: invalid input, not
+// an unreachable cluster. No request was sent.
+type KubeconfigInvalidError struct {
+	Role string
+	// Kubeconfig is the file (the files of $KUBECONFIG, or the Secret) and
+	// From where it came from, as UnreachableError's.
+	Kubeconfig, From, Context string
+	Err                       error
+}
+
+func (e *KubeconfigInvalidError) Error() string {
+	ctx := ""
+	if e.Context != "" {
+		ctx = fmt.Sprintf(" (context %q)", e.Context)
+	}
+	return fmt.Sprintf("the kubeconfig of the %s cluster, %q%s%s, cannot be used: %v; fix it, or name another file with %s", e.Role, e.Kubeconfig, from(e.From), ctx, e.Err, kubeconfigFlag(e.Role))
+}
+
+func (e *KubeconfigInvalidError) Unwrap() error { return e.Err }
+
+// Where a kubeconfig came from, for messages.
+const (
+	fromEnv     = "from $KUBECONFIG"
+	fromDefault = "the default, as neither --kubeconfig nor $KUBECONFIG is set"
+)
+
+func from(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// kubeconfigFlag is the flag that names the kubeconfig of a role.
+func kubeconfigFlag(role string) string {
+	if role == "workload" {
+		return "--workload-kubeconfig"
+	}
+	return "--kubeconfig"
+}
+
 // Connect builds clients for a cluster and checks that it answers.
 func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, error) {
 	c := &Cluster{Role: role, Kubeconfig: opts.Kubeconfig, Context: opts.Context}
+	fromWhere := ""
 	fail := func(err error) (*Cluster, error) {
-		return nil, &UnreachableError{Role: role, Kubeconfig: c.Kubeconfig, Context: opts.Context, Server: c.Server, Err: err}
+		return nil, &UnreachableError{Role: role, Kubeconfig: c.Kubeconfig, From: fromWhere, Context: opts.Context, Server: c.Server, Err: err}
+	}
+	invalid := func(err error) (*Cluster, error) {
+		return nil, &KubeconfigInvalidError{Role: role, Kubeconfig: c.Kubeconfig, From: fromWhere, Context: opts.Context, Err: err}
 	}
 	var loader clientcmd.ClientConfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
 	if opts.KubeconfigData != nil {
 		raw, err := clientcmd.Load(opts.KubeconfigData)
 		if err != nil {
-			return fail(fmt.Errorf("parsing the kubeconfig: %w", err))
+			return invalid(fmt.Errorf("parsing the kubeconfig: %w", err))
 		}
 		if !opts.TrustKubeconfigData {
 			// Before anything runs, reads a file or sends a request.
@@ -152,15 +207,39 @@ func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, e
 		// kubectl's rules: the explicit file, else $KUBECONFIG, else ~/.kube/config.
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = opts.Kubeconfig
-		if opts.Kubeconfig == "" {
-			c.Kubeconfig = "$KUBECONFIG or ~/.kube/config"
-			if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
-				c.Kubeconfig = env
+		switch env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); {
+		case opts.Kubeconfig != "":
+			fromWhere = "from " + kubeconfigFlag(role)
+		case env != "":
+			c.Kubeconfig, fromWhere = env, fromEnv
+		default:
+			c.Kubeconfig, fromWhere = clientcmd.RecommendedHomeFile, fromDefault
+		}
+		// Read the files first: a missing, unreadable or malformed one is
+		// invalid input naming it, not an unreachable cluster.
+		raw, err := rules.Load()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				err = errors.New("no such file")
 			}
+			return invalid(err)
+		}
+		if opts.Context != "" && len(raw.Contexts) > 0 && raw.Contexts[opts.Context] == nil {
+			return invalid(fmt.Errorf("it has no context %q (--context)", opts.Context))
 		}
 		loader = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	}
 	cfg, err := loader.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		if opts.KubeconfigData == nil && opts.Kubeconfig == "" {
+			// $KUBECONFIG's missing files are skipped, as kubectl does.
+			return invalid(errors.New("no such file, or nothing in it"))
+		}
+		return invalid(err)
+	}
+	if clientcmd.IsConfigurationInvalid(err) {
+		return invalid(err)
+	}
 	if err != nil {
 		return fail(err)
 	}

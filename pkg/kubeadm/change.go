@@ -61,7 +61,11 @@ type Item struct {
 	// Merged is true when the value merges a value EKS-A renders itself
 	// (feature-gates such as KMSv1=true); EKS-A owns such an item too.
 	Merged bool
-	Why    string
+	// User is true when EKS-A's item is the Cluster's own
+	// controlPlaneConfiguration.apiServerExtraArgs: the merged value goes
+	// there, and EKS-A then renders the one item.
+	User bool
+	Why  string
 }
 
 // Change is the KubeadmControlPlane change for one cluster.
@@ -128,10 +132,15 @@ func ChangeFor(c *spec.Config) Change {
 		}
 		for _, comp := range ZPageComponents(c) {
 			existing, merged := defaults[comp].Get(FeatureGates)
+			value := MergeFeatureGates(existing, gates)
+			if merged && value == MergeFeatureGates(existing, nil) {
+				continue // EKS-A's item (the user's gates) already enables them
+			}
 			ch.Items = append(ch.Items, Item{
 				Component: comp,
-				Arg:       Arg{FeatureGates, MergeFeatureGates(existing, gates)},
+				Arg:       Arg{FeatureGates, value},
 				Merged:    merged,
+				User:      merged && UserArg(c, comp, FeatureGates),
 				Why:       fmt.Sprintf("z-pages are alpha on Kubernetes %s and need their feature gates", c.KubeVersion),
 			})
 		}

@@ -1,6 +1,11 @@
 package kubeadm
 
-import "github.com/eksa-metrics/eksa-metrics/pkg/spec"
+import (
+	"maps"
+	"slices"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
 
 // What EKS Anywhere itself renders into the KubeadmControlPlane, per provider
 // (its templates pkg/providers/*/config/template-cp.yaml at v0.26). Only the
@@ -64,5 +69,23 @@ func EKSADefaults(c *spec.Config) map[Component]Args {
 	case spec.ProviderSnow:
 		set(ControllerManager, Arg{"tls-cipher-suites", cipherSuites})
 	}
+	// Every provider's template then adds the user's apiServerExtraArgs.
+	// A user feature-gates joins EKS-A's KMSv1 gate here (the gates both
+	// items would enable; a user gate of the same name wins).
+	for _, name := range slices.Sorted(maps.Keys(c.APIServerExtraArgs)) {
+		v := c.APIServerExtraArgs[name]
+		if name == FeatureGates {
+			if kms, ok := out[APIServer].Get(FeatureGates); ok {
+				v = MergeFeatureGates(kms+","+v, nil)
+			}
+		}
+		set(APIServer, Arg{name, v})
+	}
 	return out
+}
+
+// UserArg reports whether the Cluster's apiServerExtraArgs set the flag.
+func UserArg(c *spec.Config, comp Component, name string) bool {
+	_, ok := c.APIServerExtraArgs[name]
+	return ok && comp == APIServer
 }

@@ -289,3 +289,64 @@ func decodeArgs(v any) (kubeadm.Args, error) {
 	}
 	return out, nil
 }
+
+// A user's apiServerExtraArgs feature-gates is an item EKS-A renders: the
+// z-page gates are merged into its value (with KMSv1 when EKS-A sets that
+// too), never rendered as a second feature-gates item, in either contract;
+// once the user's value holds the gates, there is nothing left to change.
+func TestUserAPIServerFeatureGatesMergeIntoOneItem(t *testing.T) {
+	dir := testutil.SharedFixtures(t)
+	for _, tc := range []struct {
+		capi, rendered string
+		encryption     bool
+		user, want     string
+	}{
+		{spec.CAPIv1beta2, "vsphere-bottlerocket.v1beta2.yaml", false, "MyGate=true", "ComponentFlagz=true,ComponentStatusz=true,MyGate=true"},
+		{spec.CAPIv1beta2, "vsphere-bottlerocket.v1beta2.yaml", true, "MyGate=true", "ComponentFlagz=true,ComponentStatusz=true,KMSv1=true,MyGate=true"},
+		{spec.CAPIv1beta1, "vsphere-external-etcd.v1beta1.yaml", false, "MyGate=false, ComponentFlagz=true", "ComponentFlagz=true,ComponentStatusz=true,MyGate=false"},
+	} {
+		t.Run(tc.capi+"/"+tc.user, func(t *testing.T) {
+			cfg := &spec.Config{ClusterName: "test", KubeVersion: spec.KubeVersion{Major: 1, Minor: 35}, Provider: spec.ProviderVSphere,
+				CAPIVersion: tc.capi, EtcdEncryption: tc.encryption, Exposure: metricsv1alpha1.ExposureProxy, TLSMinVersion: metricsv1alpha1.TLS12,
+				APIServer: true, ControllerManager: true, Scheduler: true, Statusz: true, Flagz: true,
+				APIServerExtraArgs: map[string]string{"feature-gates": tc.user, "audit-log-maxage": "7"}}
+			change := kubeadm.ChangeFor(cfg)
+			var api []kubeadm.Item
+			for _, it := range change.Items {
+				if it.Component == kubeadm.APIServer {
+					api = append(api, it)
+				}
+			}
+			if len(api) != 1 || api[0].Name != "feature-gates" || api[0].Value != tc.want || !api[0].Merged || !api[0].User {
+				t.Fatalf("apiServer items: %+v, want one merged user feature-gates=%s", api, tc.want)
+			}
+			// The rendered object never carries a second feature-gates item.
+			cc := change.Object()["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)
+			if _, ok := cc["apiServer"]; ok {
+				t.Fatalf("apiServer extraArgs rendered: %v", cc["apiServer"])
+			}
+			// What the components end up with: one item, every gate.
+			kcp := renderedKCP(t, filepath.Join(dir, "rendered", tc.rendered))
+			kcc := kcp["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)
+			apiBlock := kcc["apiServer"].(map[string]any)
+			eksaGates, _ := kubeadm.EKSADefaults(cfg)[kubeadm.APIServer].Get("feature-gates")
+			if tc.capi == spec.CAPIv1beta2 {
+				apiBlock["extraArgs"] = append(apiBlock["extraArgs"].([]any), map[string]any{"name": "feature-gates", "value": eksaGates})
+			} else {
+				apiBlock["extraArgs"].(map[string]any)["feature-gates"] = eksaGates
+			}
+			if err := mergeInto(kcp, change); err != nil {
+				t.Fatal(err)
+			}
+			decodeTyped(t, kcp, tc.capi)
+
+			// The user sets the merged value: nothing left for the apiServer.
+			cfg.APIServerExtraArgs = map[string]string{"feature-gates": tc.want}
+			for _, it := range kubeadm.ChangeFor(cfg).Items {
+				if it.Component == kubeadm.APIServer {
+					t.Errorf("the user's gates already hold the z-page gates, yet %+v", it)
+				}
+			}
+		})
+	}
+}

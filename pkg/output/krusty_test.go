@@ -69,6 +69,9 @@ func TestKustomizeBuildsToTheSameObjects(t *testing.T) {
 			got := map[string]map[string]any{}
 			k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 			for _, target := range render.Destinations {
+				if _, ok := files[string(target)+"/kustomization.yaml"]; !ok {
+					continue // nothing to apply there; a lost object shows in the count below
+				}
 				resMap, err := k.Run(fs, path.Join("/out", string(target)))
 				if err != nil {
 					t.Fatalf("kustomize build %s/: %v", target, err)

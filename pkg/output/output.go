@@ -67,7 +67,8 @@ func WriteJSON(w io.Writer, r *render.Result) error {
 
 // Files lays the result out as the kustomize directory of `-o kustomize`:
 // cluster.yaml, PLAN.md, and management/, workload/ and prometheus/ each with
-// a kustomization.yaml. Paths are relative and slash-separated.
+// a kustomization.yaml; a destination with nothing to apply is left out (no
+// empty kustomization). Paths are relative and slash-separated.
 func Files(r *render.Result) (map[string][]byte, error) {
 	files := map[string][]byte{
 		"cluster.yaml": r.ClusterYAML,
@@ -102,10 +103,14 @@ func Files(r *render.Result) (map[string][]byte, error) {
 			files[string(t)+"/"+name] = b
 			resources = append(resources, name)
 		}
+		if len(resources) == 0 && kust["configMapGenerator"] == nil {
+			// Nothing to apply there: no empty kustomization (PLAN.md leaves
+			// the destination out too).
+			continue
+		}
 		sort.Strings(resources)
-		kust["resources"] = resources
-		if resources == nil {
-			kust["resources"] = []any{}
+		if len(resources) > 0 {
+			kust["resources"] = resources
 		}
 		b, err := marshal(kust)
 		if err != nil {

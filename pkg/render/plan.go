@@ -72,7 +72,9 @@ func (r *Result) PlanMarkdown() string {
 		b.WriteString("## KubeadmControlPlane extraArgs\n\n| component | flag | value | why |\n|---|---|---|---|\n")
 		for _, it := range r.Change.Items {
 			why := it.Why
-			if it.Merged {
+			if it.User {
+				why = "**not rendered**: " + why + "; EKS Anywhere renders the `--" + it.Name + "` item of the Cluster's `controlPlaneConfiguration.apiServerExtraArgs`, and Cluster API keys extraArgs items by name and value, so a second item is refused by the CRD and replacing EKS-A's item would make EKS-A's next reconcile fail. Set `apiServerExtraArgs." + it.Name + "` to this value (your gates and the z-page gates merged) and EKS Anywhere renders the one item"
+			} else if it.Merged {
 				why = "**not rendered**: " + why + "; EKS Anywhere renders its own `--" + it.Name + "` item, and Cluster API keys extraArgs items by name and value, so a second item is refused by the CRD and replacing EKS-A's item would make EKS-A's next reconcile fail. This value is what the merged flag would be; these z-pages stay off on this version"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(esc(string(it.Component))), cell(code("--"+it.Name)), cell(code(it.Value)), cell(esc(why)))

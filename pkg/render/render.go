@@ -6,12 +6,17 @@ package render
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Destination is the cluster a rendered object is applied to.
@@ -96,7 +101,15 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 	}
 	r := &Result{Config: cfg, Issues: issues.Warnings(), Change: kubeadm.ChangeFor(cfg)}
 	for _, it := range r.Change.Items {
-		if it.Merged {
+		if it.User {
+			// The user's own item: the merged value belongs there, and EKS-A
+			// then renders one feature-gates item with every gate.
+			r.Issues = append(r.Issues, spec.Issue{Doc: spec.DocCluster, Warning: true,
+				Field: field.NewPath("spec", "controlPlaneConfiguration", "apiServerExtraArgs").Key(it.Name).String(),
+				Detail: fmt.Sprintf(
+					"EKS Anywhere renders this --%s item for the %s, and eksa-metrics cannot add its z-page gates next to it (Cluster API v1beta2 refuses a second item of the same name; in v1beta1 EKS-A's controller takes the flag back), so the z-page gates are left out of the rendered KubeadmControlPlane: set this value to %q, your gates and the z-page gates merged, and EKS Anywhere renders the one item (PLAN.md explains)",
+					it.Name, it.Component, it.Value)})
+		} else if it.Merged {
 			r.Issues = append(r.Issues, in.MetricsIssue("zPages", fmt.Sprintf(
 				"the %s --%s item would have to merge EKS Anywhere's own value into %q, which server-side apply cannot do next to EKS-A's item (Cluster API keys extraArgs items by name and value), so it is left out of the rendered KubeadmControlPlane; the z-pages of that component stay off until Kubernetes 1.36 enables them by default (PLAN.md explains)",
 				it.Component, it.Name, it.Value)))
@@ -135,7 +148,61 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 	}
 	sortObjects(r.Objects)
 	r.Issues = append(r.Issues, r.mirrorIssues(in)...)
+	r.Issues = append(r.Issues, excludeIssues(in, cfg)...)
+	r.Issues = append(r.Issues, r.scrapeIssues(in)...)
 	return r, nil
+}
+
+// excludeIssues: an exclude that names no Deployment eksa-metrics would
+// change does nothing, which is worth saying (a typo leaves the Deployment
+// changed).
+func excludeIssues(in *spec.Input, c *spec.Config) spec.Issues {
+	var out spec.Issues
+	for i, ex := range c.ManagementExclude {
+		p := fmt.Sprintf("managementComponents.exclude[%d]", i)
+		var row *components.Management
+		for j := range components.ManagementCatalog {
+			if components.ManagementCatalog[j].ID() == ex {
+				row = &components.ManagementCatalog[j]
+			}
+		}
+		switch {
+		case row == nil:
+			out = append(out, in.MetricsIssue(p, fmt.Sprintf("%q names no Deployment of the management catalog (docs/components.md lists them), so it excludes nothing; check the namespace and name", ex)))
+		case !c.ManagementComponents:
+			out = append(out, in.MetricsIssue(p, fmt.Sprintf("excludes nothing: management components are off for this cluster, so %s is left alone anyway", ex)))
+		case len(row.Providers) > 0 && !slices.Contains(row.Providers, string(c.Provider)):
+			out = append(out, in.MetricsIssue(p, fmt.Sprintf("excludes nothing: %s runs only with provider %s, and this cluster's provider is %s", ex, strings.Join(row.Providers, ", "), c.Provider)))
+		}
+	}
+	return out
+}
+
+// scrapeIssues: a scrape configuration that renders no scrape job (no
+// ServiceMonitor, no scrape file, no additional-scrape-configs Secret, no
+// Package) leaves every endpoint unscraped. kube-prometheus-stack and
+// kube-prometheus scrape the API server and the kubelet themselves, so their
+// ServiceMonitors may rightly be none.
+func (r *Result) scrapeIssues(in *spec.Input) spec.Issues {
+	c := r.Config
+	for _, o := range r.Objects {
+		switch o.Kind() {
+		case "ServiceMonitor", "PodMonitor", "Package":
+			return nil
+		case "ConfigMap", "Secret":
+			if o.Destination == Prometheus {
+				return nil
+			}
+		}
+	}
+	if c.ServiceMonitors && (c.Stack == metricsv1alpha1.StackKubePrometheusStack || c.Stack == metricsv1alpha1.StackKubePrometheus) {
+		return nil
+	}
+	why := "no component is enabled"
+	if !c.ServiceMonitors && !c.PrometheusConfig && c.Stack != metricsv1alpha1.StackEKSAnywhere {
+		why = "scrapeConfig.serviceMonitors and scrapeConfig.prometheus are both false"
+	}
+	return spec.Issues{in.MetricsIssue("scrapeConfig", "renders no scrape configuration ("+why+"): no Prometheus is told to scrape what eksa-metrics exposes; turn serviceMonitors or prometheus on, or set the stack that scrapes the cluster")}
 }
 
 // mirrorIssues: a Cluster that pulls through a registry mirror can run only

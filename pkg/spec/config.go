@@ -17,6 +17,9 @@ type Config struct {
 	Management     bool
 	ExternalEtcd   bool
 	EtcdEncryption bool
+	// APIServerExtraArgs is the Cluster's
+	// controlPlaneConfiguration.apiServerExtraArgs, which EKS-A renders.
+	APIServerExtraArgs map[string]string
 
 	Exposure      metricsv1alpha1.Exposure
 	Scrapers      []metricsv1alpha1.Scraper

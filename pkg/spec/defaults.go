@@ -38,6 +38,7 @@ func Default(in *Input, opts Options) *Config {
 		Scrapers:       m.Scrapers,
 		AllowInsecure:  m.AllowInsecure,
 	}
+	c.APIServerExtraArgs = cl.Spec.ControlPlaneConfiguration.APIServerExtraArgs
 	c.KubeVersion, _ = ParseKubeVersion(cl.Spec.KubernetesVersion)
 	c.CAPIVersion, c.CAPIReason = CAPIv1beta2, "default (no spec.eksaVersion and no --capi-api-version; EKS Anywhere v0.25 and later use v1beta2)"
 	if opts.CAPIAPIVersion != "" {

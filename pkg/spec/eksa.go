@@ -53,6 +53,11 @@ type ManagementCluster struct {
 type ControlPlaneConfiguration struct {
 	Count           int `json:"count,omitempty"`
 	MachineGroupRef Ref `json:"machineGroupRef,omitempty"`
+	// APIServerExtraArgs are the user's kube-apiserver flags (EKS-A v0.20+,
+	// behind API_SERVER_EXTRA_ARGS_ENABLED), which EKS-A renders into the
+	// KubeadmControlPlane's apiServer.extraArgs. EKS-A has no such field for
+	// the other components.
+	APIServerExtraArgs map[string]string `json:"apiServerExtraArgs,omitempty"`
 }
 
 // WorkerNodeGroup is the subset of a worker node group used here.

@@ -87,13 +87,63 @@ func Load(path string, r io.Reader) (*File, error) {
 			f.MachineConfigs = append(f.MachineConfigs, mc)
 		}
 	}
+	if len(probs) > 0 && f.clusterDoc != nil && f.Form != "" {
+		// An unknown field or a wrong type does not hide the other
+		// problems of the documents: validate what did decode.
+		probs = append(probs, f.validationProblems(probs)...)
+	}
 	if len(probs) > 0 {
 		return nil, f.invalid(probs...)
 	}
 	return f, nil
 }
 
-func (f *File) invalid(p ...Problem) error { return &InvalidError{Problems: p} }
+// invalid reports problems in the order of their lines.
+func (f *File) invalid(p ...Problem) error {
+	sortProblems(p)
+	return &InvalidError{Problems: p}
+}
+
+// validationProblems are the validation errors of a file that did not
+// decode cleanly, but for the fields whose decoding failed (a field left at
+// its zero value would be reported a second time, e.g. as required).
+func (f *File) validationProblems(decoded []Problem) []Problem {
+	in := f.Input()
+	_, err := f.Locate(Validate(in, Default(in, Options{}), Options{}).Errors())
+	var inv *InvalidError
+	if !errors.As(err, &inv) {
+		return nil
+	}
+	var out []Problem
+	for _, p := range inv.Problems {
+		overlaps := false
+		for _, q := range decoded {
+			if f.docAt(p.Line) == f.docAt(q.Line) && (within(p.Field, q.Field) || within(q.Field, p.Field)) {
+				overlaps = true
+				break
+			}
+		}
+		if !overlaps {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// within reports whether field path p is q or a field inside it.
+func within(p, q string) bool {
+	return p == q || strings.HasPrefix(p, q+".") || strings.HasPrefix(p, q+"[")
+}
+
+// docAt is the document a line is in (nil for line 0).
+func (f *File) docAt(line int) *document {
+	for _, d := range f.docs {
+		if line >= d.firstLine && line <= d.lastLine {
+			return d
+		}
+	}
+	return nil
+}
 
 var (
 	separator    = regexp.MustCompile(`^(---|\.\.\.)(\s|#|$)`)
@@ -372,7 +422,7 @@ func (f *File) nearMisses(clusters []*document) []Problem {
 	var probs []Problem
 	for _, d := range f.docs {
 		group, _, _ := strings.Cut(d.apiVersion, "/")
-		if d.kind != metricsv1alpha1.Kind && (group == metricsv1alpha1.Group || d.kind != "" && editDistance(strings.ToLower(d.kind), strings.ToLower(metricsv1alpha1.Kind)) <= 3) {
+		if d.kind != metricsv1alpha1.Kind && (group == metricsv1alpha1.Group || d.kind != "" && EditDistance(strings.ToLower(d.kind), strings.ToLower(metricsv1alpha1.Kind)) <= 3) {
 			probs = append(probs, Problem{File: f.Path, Line: lineOfKey(d.root, "kind"), Field: "kind",
 				Detail: fmt.Sprintf("no metrics section found; this document has kind %q: did you mean %q?", d.kind, metricsv1alpha1.Kind)})
 		}
@@ -384,7 +434,7 @@ func (f *File) nearMisses(clusters []*document) []Problem {
 		}
 		for i := 0; i+1 < len(spec.Content); i += 2 {
 			k := spec.Content[i].Value
-			if k != "metrics" && editDistance(strings.ToLower(k), "metrics") <= 2 {
+			if k != "metrics" && EditDistance(strings.ToLower(k), "metrics") <= 2 {
 				probs = append(probs, Problem{File: f.Path, Line: spec.Content[i].Line, Field: "spec." + k,
 					Detail: "no metrics section found; did you mean spec.metrics?"})
 			}
@@ -400,8 +450,9 @@ func lineOfKey(m *yaml.Node, key string) int {
 	return m.Line
 }
 
-// editDistance is the Levenshtein distance of two short strings.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance of two short strings (the "did
+// you mean" of fields, kinds, commands and flags).
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -95,7 +96,14 @@ func (f *File) Locate(issues Issues) ([]Warning, error) {
 		}
 	}
 	if len(probs) > 0 {
+		sortProblems(probs)
 		return warns, &InvalidError{Problems: probs}
 	}
 	return warns, nil
+}
+
+// sortProblems orders problems by line, those about the whole file first;
+// problems of one line keep their order.
+func sortProblems(p []Problem) {
+	sort.SliceStable(p, func(i, j int) bool { return p[i].Line < p[j].Line })
 }

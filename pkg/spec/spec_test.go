@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,5 +188,68 @@ func TestCertificatesIssuer(t *testing.T) {
 	_, errs = load("    tls: {certificates: vault}\n")
 	if len(errs) != 1 || !strings.Contains(errs[0], `"eksa-metrics", "cert-manager", "none"`) {
 		t.Errorf("an unknown issuer: %v", errs)
+	}
+}
+
+// An unknown field or a wrong type does not hide the other problems of the
+// file, and every problem comes in the order of its line, whichever
+// document it is in.
+func TestLoadReportsEveryProblemSortedByLine(t *testing.T) {
+	doc := `apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: Cluster
+metadata: {name: c}
+spec:
+  kubernetesVersion: "1.36"
+  eksaVersion: v0.24.6
+  datacenterRef: {kind: DockerDatacenterConfig, name: c}
+---
+apiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1
+kind: MetricsConfig
+metadata: {name: c}
+spec:
+  tls: {minVersion: VersionTLS11}
+  scrapers: 5
+  exposure: everywhere
+  compnents: {}
+`
+	_, err := Load("c.yaml", strings.NewReader(doc))
+	var inv *InvalidError
+	if !errors.As(err, &inv) {
+		t.Fatalf("got %v", err)
+	}
+	var got []string
+	for _, p := range inv.Problems {
+		got = append(got, p.File+":"+strconv.Itoa(p.Line)+": "+p.Field)
+	}
+	want := []string{
+		"c.yaml:5: spec.kubernetesVersion", // validation, in the Cluster
+		"c.yaml:13: spec.tls.minVersion",   // validation
+		"c.yaml:14: spec.scrapers",         // the type error only, not also "required"
+		"c.yaml:15: spec.exposure",         // validation
+		"c.yaml:16: spec.compnents",        // unknown field
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("problems:\n%s\nwant:\n%s\n(%v)", strings.Join(got, "\n"), strings.Join(want, "\n"), err)
+	}
+}
+
+// Validation errors are located in line order too.
+func TestLocateSortsErrorsByLine(t *testing.T) {
+	doc := "apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  kubernetesVersion: \"1.36\"\n  datacenterRef: {kind: DockerDatacenterConfig, name: c}\n  metrics:\n    scrapers: [{kind: Group, name: g}]\n    tls: {minVersion: VersionTLS11}\n    exposure: everywhere\n"
+	doc = strings.Replace(doc, `"1.36"`, `"1.99"`, 1)
+	f, err := Load("c.yaml", strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := f.Input()
+	_, err = f.Locate(Validate(in, Default(in, Options{}), Options{}).Errors())
+	var inv *InvalidError
+	if !errors.As(err, &inv) || len(inv.Problems) != 3 {
+		t.Fatalf("got %v", err)
+	}
+	for i, want := range []int{5, 9, 10} {
+		if inv.Problems[i].Line != want {
+			t.Fatalf("problem %d on line %d, want %d:\n%v", i, inv.Problems[i].Line, want, err)
+		}
 	}
 }

@@ -35,18 +35,39 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 			cErrs = append(cErrs, field.Invalid(field.NewPath("metadata", "name"), cl.Metadata.Name, msg))
 		}
 	}
+	var kube *KubeVersion // a supported kubernetesVersion
 	if cl.Spec.KubernetesVersion == "" {
 		cErrs = append(cErrs, field.Required(cs.Child("kubernetesVersion"), "eksa-metrics renders per Kubernetes version"))
 	} else if v, err := ParseKubeVersion(cl.Spec.KubernetesVersion); err != nil {
 		cErrs = append(cErrs, field.Invalid(cs.Child("kubernetesVersion"), cl.Spec.KubernetesVersion, err.Error()+"; quote it"))
 	} else if v.Major != 1 || v.Minor < MinKube.Minor || v.Minor > MaxKube.Minor {
 		cErrs = append(cErrs, field.Invalid(cs.Child("kubernetesVersion"), cl.Spec.KubernetesVersion, fmt.Sprintf("eksa-metrics supports Kubernetes %s to %s", MinKube, MaxKube)))
+	} else {
+		kube = &v
 	}
+	var eksa *EKSAVersion // a supported eksaVersion
 	if cl.Spec.EksaVersion != "" {
 		if v, err := ParseEKSAVersion(cl.Spec.EksaVersion); err != nil {
 			cErrs = append(cErrs, field.Invalid(cs.Child("eksaVersion"), cl.Spec.EksaVersion, err.Error()))
 		} else if v.Less(MinEKSA) {
 			cErrs = append(cErrs, field.Invalid(cs.Child("eksaVersion"), cl.Spec.EksaVersion, fmt.Sprintf("eksa-metrics supports EKS Anywhere %s and later", MinEKSA)))
+		} else {
+			eksa = &v
+		}
+	}
+	if kube != nil && eksa != nil {
+		// EKS-A refuses a Cluster whose Kubernetes its release does not
+		// ship; what eksa-metrics renders for it would never run.
+		lo, hi := eksa.KubeRange()
+		switch {
+		case kube.Minor > hi:
+			cErrs = append(cErrs, field.Invalid(cs.Child("kubernetesVersion"), cl.Spec.KubernetesVersion, fmt.Sprintf(
+				"EKS Anywhere %s (spec.eksaVersion) supports Kubernetes 1.%d to 1.%d: set kubernetesVersion to 1.%d or lower, or eksaVersion to %s or later, the first release with Kubernetes %s",
+				eksa, lo, hi, hi, FirstEKSAFor(kube.Minor), kube)))
+		case kube.Minor < lo:
+			cErrs = append(cErrs, field.Invalid(cs.Child("kubernetesVersion"), cl.Spec.KubernetesVersion, fmt.Sprintf(
+				"EKS Anywhere %s (spec.eksaVersion) supports Kubernetes 1.%d to 1.%d: upgrade the Cluster to 1.%d or later, or set eksaVersion to the older release the cluster runs",
+				eksa, lo, hi, lo)))
 		}
 	}
 	if c.Provider == "" {
@@ -184,12 +205,23 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 		}
 	}
 	if c.Exposure == metricsv1alpha1.ExposureBindAddress {
-		if c.ControllerManager || c.Scheduler {
-			warn(DocMetrics, root.Child("exposure"), "bindAddress sets bind-address=0.0.0.0 on kube-controller-manager and kube-scheduler (a CIS 1.3.7/1.4.2 deviation) and rolls every control-plane machine once")
+		var bound, cis []string
+		if c.ControllerManager {
+			bound, cis = append(bound, "kube-controller-manager"), append(cis, "1.3.7")
+		}
+		if c.Scheduler {
+			bound, cis = append(bound, "kube-scheduler"), append(cis, "1.4.2")
+		}
+		if len(bound) > 0 {
+			warn(DocMetrics, root.Child("exposure"), "bindAddress sets bind-address=0.0.0.0 on %s (a CIS %s deviation) and rolls every control-plane machine once", joinAnd(bound), strings.Join(cis, "/"))
 		}
 		if c.AllowInsecure && (c.Etcd || c.KubeProxy) {
 			warn(DocMetrics, root.Child("allowInsecure"), "%s", InsecureWarning(c))
+		} else if c.AllowInsecure {
+			warn(DocMetrics, root.Child("allowInsecure"), "does nothing: stacked etcd and kube-proxy, the plain-HTTP endpoints it lets leave loopback, are not enabled; remove it")
 		}
+	} else if m.AllowInsecure {
+		warn(DocMetrics, root.Child("allowInsecure"), "does nothing with exposure: %s (every endpoint is behind TLS and RBAC there); it only lets plain-HTTP endpoints leave loopback with exposure: bindAddress; remove it", c.Exposure)
 	}
 	if c.ExternalEtcdScrape {
 		warn(DocMetrics, root.Child("components", "etcd"), "the Cluster uses external etcd: nothing is patched; its metrics are on https://<etcd IP>:2379/metrics and need an etcd client certificate (the scrape configuration says so)")
@@ -206,7 +238,13 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 		}
 	}
 	if c.Provider == ProviderCloudStack {
-		warn(DocCluster, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in v0.26.0")
+		switch {
+		case eksa != nil && !eksa.Less(EKSAv0_26):
+			cErrs = append(cErrs, field.Invalid(cs.Child("eksaVersion"), cl.Spec.EksaVersion, fmt.Sprintf(
+				"CloudStack (datacenterRef.kind %s) was removed from EKS Anywhere in %s, so no CloudStack cluster runs %s: set eksaVersion to the v0.25 (or older) release the cluster runs", cl.Spec.DatacenterRef.Kind, EKSAv0_26, eksa)))
+		case cl.Spec.EksaVersion == "":
+			warn(DocCluster, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in %s: this renders for a CloudStack cluster on v0.25 or earlier; set spec.eksaVersion to the release it runs", EKSAv0_26)
+		}
 	}
 
 	for _, e := range mErrs {

@@ -92,6 +92,33 @@ var (
 	EKSAv1beta2 = EKSAVersion{0, 25, 0}
 )
 
+// EKSAv0_26 is the release that added Kubernetes 1.36, dropped 1.29 and
+// removed the CloudStack provider.
+var EKSAv0_26 = EKSAVersion{0, 26, 0}
+
+// KubeRange is the range of Kubernetes minors (inclusive) an EKS Anywhere
+// release supports, as far as eksa-metrics knows it: v0.24 1.28-1.34,
+// v0.25 1.29-1.35, v0.26 1.30-1.36 (EKS-A docs/data/version_support.yml);
+// from v0.20 to v0.23 each release added one minor (1.30 in v0.20 to 1.33 in
+// v0.23), older minors down to MinKube are accepted. A release newer than
+// v0.26 supports at least 1.30 and at most MaxKube.
+func (v EKSAVersion) KubeRange() (lo, hi int) {
+	switch {
+	case v.Major > 0 || v.Minor > EKSAv0_26.Minor:
+		return EKSAv0_26.Minor + 4, MaxKube.Minor
+	case v.Minor >= 24:
+		return v.Minor + 4, v.Minor + 10
+	default:
+		return MinKube.Minor, v.Minor + 10
+	}
+}
+
+// FirstEKSAFor is the first EKS Anywhere minor release that supports
+// Kubernetes 1.minor (v0.20 for 1.30 and older).
+func FirstEKSAFor(minor int) EKSAVersion {
+	return EKSAVersion{0, max(minor-10, MinEKSA.Minor), 0}
+}
+
 // EKSARange is the range of EKS Anywhere releases the cluster may run,
 // inclusive: the one release spec.eksaVersion names; without it, what the
 // Cluster API contract allows (v0.20.0 to the last v0.24 for v1beta1, v0.25.0

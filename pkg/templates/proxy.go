@@ -76,8 +76,9 @@ func apiAccessMount() corev1.VolumeMount {
 // loopback-only secure ports of kube-controller-manager and kube-scheduler.
 // With serving certificates (tls.certificates eksa-metrics or cert-manager)
 // it terminates TLS and allows only GET of the paths the reader roles grant
-// (haproxyTLS); with tls.certificates: none it is a TCP pass-through, TLS end
-// to end. Either way the component itself still authenticates and
+// (haproxyTLS), then re-encrypts to loopback without verifying the
+// component's self-signed certificate; with tls.certificates: none it is a
+// TCP pass-through, TLS end to end. Either way the component itself still authenticates and
 // authorizes every request that reaches it.
 func HAProxyConfig(c *spec.Config) string {
 	if c.ServingCertificates {
@@ -143,7 +144,9 @@ func haproxyTLS(c *spec.Config) string {
 # not a GET or HEAD of a path the reader roles grant (the allow-list in each
 # frontend), and forwards the others, their Authorization header untouched,
 # re-encrypted with TLS to the loopback-only secure port, where the component
-# authenticates and authorizes the caller itself.
+# authenticates and authorizes the caller itself. That last hop does not
+# verify the component's certificate (verify none: kubeadm leaves it
+# self-signed) and never leaves the node: 127.0.0.1.
 global
   log stdout format raw local0 notice
   maxconn 512

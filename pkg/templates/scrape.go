@@ -333,7 +333,7 @@ func scrapeJobs(c *spec.Config) []scrapeJob {
 func ScrapeConfigFile(c *spec.Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Rendered by eksa-metrics for cluster %q. Load it from prometheus.yml with\n", c.ClusterName)
-	b.WriteString("#   scrape_config_files: [/etc/prometheus/eksa-metrics/scrape-configs.yaml]\n# or copy the jobs into its scrape_configs. Prometheus must run in the cluster as\n# one of the scrapers: it authenticates with its own ServiceAccount token.\n# A prometheus-operator Prometheus takes the same jobs as a list: see\n# additional-scrape-configs.yaml (additionalScrapeConfigs).\nscrape_configs:\n")
+	b.WriteString("#   scrape_config_files: [/etc/prometheus/eksa-metrics/scrape-configs.yaml]\n# or copy the jobs into its scrape_configs. Prometheus must run in the cluster as\n# one of the scrapers: it authenticates with its own ServiceAccount token.\n# A prometheus-operator Prometheus takes the same jobs as a list: with\n# scrapeConfig.stack: prometheus, the Secret eksa-metrics-additional-scrape-configs\n# (key additional-scrape-configs.yaml) for its additionalScrapeConfigs.\nscrape_configs:\n")
 	writeJobs(&b, c)
 	return b.String()
 }

@@ -41,6 +41,7 @@ func Checks() []Check {
 		{"insecure-endpoints", "offline", checkInsecure},
 		{"cis-bind-address", "offline", checkCIS},
 		{"rbac-least-privilege", "offline", checkRBAC},
+		{"render-warnings", "offline", checkRenderWarnings},
 		{"upgrade-diff", "upgrade", checkUpgradeDiff},
 		{"drift", "online", checkDrift},
 		{"scraper-identities", "online", checkScrapers},
@@ -274,9 +275,29 @@ func checkRBAC(_ context.Context, in *Input) Result {
 	return pass("%d rules and %d bindings: no wildcard, nodes/proxy, secrets, escalate, bind or impersonate; no binding to everybody", rules, bindings)
 }
 
+// checkRenderWarnings reports every warning generate prints for the spec
+// (render.Result.Warnings, each with its file:line and field), so that
+// --strict fails on exactly what generate warns about: a management
+// controller left alone, a plain-HTTP listener, a removed provider, a
+// bundle of another release.
+func checkRenderWarnings(_ context.Context, in *Input) Result {
+	ws := in.Result.Warnings
+	if len(ws) == 0 {
+		return pass("generate renders this spec without a warning")
+	}
+	details := make([]string, len(ws))
+	for i, w := range ws {
+		details[i] = w.Problem.String()
+	}
+	return Result{Status: Warn, Message: fmt.Sprintf("generate warns %d time%s for this spec", len(ws), map[bool]string{true: "", false: "s"}[len(ws) == 1]), Details: details,
+		Remediation: "read each warning at the file:line given: change the spec so that generate no longer warns, or, having accepted them, --skip render-warnings"}
+}
+
 func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	if in.OldErr != nil {
-		return Result{Status: Error, Message: "the --from spec does not render", Details: problems(in.OldErr), Remediation: "check the --from path (the base branch's file)"}
+		// Invalid input, like a -f spec that does not load: a failure (exit 3).
+		return Result{Status: Fail, Message: fmt.Sprintf("the --from spec %s does not load or render", in.OldPath), Details: problems(in.OldErr),
+			Remediation: "give --from the -f spec's version on the base branch (git show BASE:FILE > base/FILE), and fix each problem at the file:line given"}
 	}
 	if on, nn := in.Old.Config.ClusterName, in.Result.Config.ClusterName; on != nn {
 		return Result{Status: Error, Message: fmt.Sprintf("--from is a spec of cluster %q and -f of cluster %q: nothing to compare", on, nn),

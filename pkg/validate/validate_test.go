@@ -106,6 +106,14 @@ func TestChecks(t *testing.T) {
 		{name: "allowInsecure", check: "insecure-endpoints", path: docker, want: Warn},
 		{name: "loopback", check: "cis-bind-address", path: vsphere, want: Pass},
 		{name: "0.0.0.0", check: "cis-bind-address", path: docker, want: Warn, contains: "CIS"},
+		{name: "no render warning", check: "render-warnings", path: vsphere, want: Pass},
+		{name: "every render warning", check: "render-warnings", path: docker, want: Warn, contains: "docker-bindaddress.yaml:47: spec.allowInsecure"},
+		{name: "a removed provider", check: "render-warnings", path: docker, edit: func(s string) string {
+			return strings.ReplaceAll(strings.Replace(s, "  eksaVersion: v0.26.1\n", "", 1), "DockerDatacenterConfig", "CloudStackDatacenterConfig")
+		}, want: Warn, contains: "spec.datacenterRef.kind: CloudStack was removed from EKS Anywhere"},
+		{name: "--from does not load", check: "upgrade-diff", path: docker, mutate: func(in *Input) {
+			in.OldPath, in.OldErr = "base/dev.yaml", &spec.InvalidError{Problems: []spec.Problem{{File: "base/dev.yaml", Detail: "no such file"}}}
+		}, want: Fail, contains: "base/dev.yaml: no such file"},
 		{name: "least privilege", check: "rbac-least-privilege", path: docker, want: Pass},
 		{name: "wildcard", check: "rbac-least-privilege", path: docker, mutate: func(in *Input) {
 			for _, o := range in.Result.Objects {

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+)
+
+// exampleVariant writes an example with replacements into dir.
+func exampleVariant(t *testing.T, dir, example, name string, edits ...[2]string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "examples", example+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	for _, e := range edits {
+		if !strings.Contains(text, e[0]) {
+			t.Fatalf("%s no longer holds %q", example, e[0])
+		}
+		text = strings.ReplaceAll(text, e[0], e[1])
+	}
+	return writeSpec(t, dir, name, text)
+}
+
+// renderWarnings are the "Warning: " lines generate prints about the spec
+// (not the one about what a stream on stdout cannot carry, which -o
+// kustomize and apply carry: it says nothing about the spec).
+func renderWarnings(t *testing.T, file string) []string {
+	t.Helper()
+	code, _, stderr := run(t, "", "generate", "-f", file)
+	if code != ExitOK {
+		t.Fatalf("generate -f %s: exit %d:\n%s", file, code, stderr)
+	}
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if w, ok := strings.CutPrefix(l, "Warning: "); ok && !strings.Contains(w, "eksa-metrics apply makes them") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Every warning generate prints for a spec is a warn result of a check in
+// every format of validate, so --strict fails on it (exit 3).
+func TestValidateStrictFailsOnEveryRenderWarning(t *testing.T) {
+	dir := t.TempDir()
+	mgmt := [2]string{"enabled: false   # only the cluster components in this example", "enabled: true"}
+	inputs := map[string]struct{ file, want string }{
+		// The Snow sidecar's plain-HTTP listener (a management component note).
+		"snow": {exampleVariant(t, dir, "docker-bindaddress", "snow.yaml", [2]string{"DockerDatacenterConfig", "SnowDatacenterConfig"}, mgmt),
+			"which the binary keeps serving as plain HTTP"},
+		// CloudStack was removed in v0.26 (a spec without eksaVersion).
+		"cloudstack": {exampleVariant(t, dir, "docker-bindaddress", "cloudstack.yaml", [2]string{"DockerDatacenterConfig", "CloudStackDatacenterConfig"}, [2]string{"  eksaVersion: v0.26.1\n", ""}, mgmt),
+			"CloudStack was removed from EKS Anywhere"},
+		// A management catalog newer than the releases it was checked against.
+		"newer eksa": {exampleVariant(t, dir, "vsphere-management", "newer.yaml", [2]string{"eksaVersion: v0.26.1", "eksaVersion: v0.29.0"}),
+			"newer than the releases the management catalog was checked against"},
+		"bottlerocket": {filepath.Join(testutil.RepoRoot(), "examples", "bottlerocket-workload.yaml"), "cannot do next to EKS-A's item"},
+		"docker":       {filepath.Join(testutil.RepoRoot(), "examples", "docker-bindaddress.yaml"), "a CIS 1.3.7/1.4.2 deviation"},
+	}
+	for name, tc := range inputs {
+		t.Run(name, func(t *testing.T) {
+			file := tc.file
+			warnings := renderWarnings(t, file)
+			if !strings.Contains(strings.Join(warnings, "\n"), tc.want) {
+				t.Fatalf("generate does not warn %q for %s; the test needs it:\n%s", tc.want, file, strings.Join(warnings, "\n"))
+			}
+			// JSON, without and with --strict.
+			for _, strict := range []bool{false, true} {
+				args := []string{"validate", "-f", file, "-o", "json"}
+				want, wantCode := "warn", ExitOK
+				if strict {
+					args, want, wantCode = append(args, "--strict"), "fail", ExitInvalid
+				}
+				code, stdout, stderr := run(t, "", args...)
+				if code != wantCode {
+					t.Fatalf("%v: exit %d, want %d:\n%s%s", args, code, wantCode, stdout, stderr)
+				}
+				var rep struct {
+					Results []struct {
+						Name, Status string
+						Details      []string
+					}
+				}
+				if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+					t.Fatal(err)
+				}
+				for _, w := range warnings {
+					found := false
+					for _, r := range rep.Results {
+						found = found || r.Status == want && strings.Contains(strings.Join(r.Details, "\n"), w)
+					}
+					if !found {
+						t.Errorf("%v: no %s result names the warning %q:\n%s", args, want, w, stdout)
+					}
+				}
+			}
+			// Text and JUnit with --strict.
+			code, text, _ := run(t, "", "validate", "-f", file, "--strict")
+			if code != ExitInvalid {
+				t.Errorf("validate --strict (text): exit %d, want 3", code)
+			}
+			code, junit, _ := run(t, "", "validate", "-f", file, "--strict", "-o", "junit")
+			if code != ExitInvalid {
+				t.Errorf("validate --strict -o junit: exit %d, want 3", code)
+			}
+			var doc struct {
+				Suites []struct {
+					Cases []struct {
+						Name    string `xml:"name,attr"`
+						Failure *struct {
+							Text string `xml:",chardata"`
+						} `xml:"failure"`
+					} `xml:"testcase"`
+				} `xml:"testsuite"`
+			}
+			if err := xml.Unmarshal([]byte(junit), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var failures []string
+			for _, s := range doc.Suites {
+				for _, c := range s.Cases {
+					if c.Failure != nil {
+						failures = append(failures, c.Failure.Text)
+					}
+				}
+			}
+			for _, w := range warnings {
+				if !strings.Contains(text, w) {
+					t.Errorf("text report lacks %q", w)
+				}
+				if !strings.Contains(strings.Join(failures, "\n"), w) {
+					t.Errorf("no JUnit failure names %q", w)
+				}
+			}
+		})
+	}
+}
+
+// --from that is missing, a directory or an invalid spec is invalid input
+// (exit 3) named in the report.
+func TestValidateFromMissingOrInvalid(t *testing.T) {
+	dir := t.TempDir()
+	good := exampleVariant(t, dir, "docker-bindaddress", "dev.yaml")
+	bad := exampleVariant(t, dir, "docker-bindaddress", "base/dev.yaml", [2]string{"exposure: bindAddress", "exposure: sideways"})
+	for _, tc := range []struct{ name, from, want string }{
+		{"missing", filepath.Join(dir, "base", "nope.yaml"), "nope.yaml: no such file; check the --from path"},
+		{"directory", filepath.Join(dir, "base"), "is a directory; --from takes one file"},
+		{"invalid", bad, "spec.exposure"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, o := range []string{"text", "json", "junit"} {
+				code, stdout, stderr := run(t, "", "validate", "-f", good, "--from", tc.from, "-o", o)
+				if code != ExitInvalid {
+					t.Errorf("-o %s: exit %d, want 3:\n%s%s", o, code, stdout, stderr)
+				}
+				if !strings.Contains(stdout, tc.from) || !strings.Contains(stdout, tc.want) {
+					t.Errorf("-o %s: the report does not name %s (%q):\n%s", o, tc.from, tc.want, stdout)
+				}
+			}
+		})
+	}
+}
+
+// A directory eksa-metrics wrote inside a -f directory is refused with a
+// usage error naming both (it used to be read as a spec: exit 3).
+func TestValidateRefusesRenderedOutputInInputDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "clusters")
+	exampleVariant(t, dir, "docker-bindaddress", "dev.yaml")
+	out := filepath.Join(filepath.Dir(dir), "out")
+	if code, _, stderr := run(t, "", "generate", "-f", dir, "-o", "kustomize", "--output-dir", out); code != ExitOK {
+		t.Fatalf("generate: exit %d:\n%s", code, stderr)
+	}
+	// Rendered output moved under the specs (as an older eksa-metrics let it be written).
+	if err := os.Rename(out, filepath.Join(dir, "rendered")); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"validate", "generate"} {
+		args := []string{cmd, "-f", dir}
+		if cmd == "generate" {
+			args = append(args, "-o", "kustomize", "--output-dir", out)
+		}
+		code, stdout, stderr := run(t, "", args...)
+		if code != ExitUsage || stdout != "" {
+			t.Errorf("%s: exit %d, want 2; stdout %q", cmd, code, stdout)
+		}
+		for _, want := range []string{"-f " + dir, filepath.Join(dir, "rendered", "dev"), "rendered output, not a cluster spec", "move"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", cmd, want, stderr)
+			}
+		}
+	}
+}

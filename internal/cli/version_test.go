@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"encoding/json"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/eksa-metrics/eksa-metrics/config"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+func TestVersionShowsSupport(t *testing.T) {
+	code, stdout, _ := run(t, "", "version")
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, w := range []string{"eksa-metrics " + Version + "\n", "commit: ", "go: " + runtime.Version(),
+		"kubernetes: " + spec.MinKube.String() + " to " + spec.MaxKube.String(),
+		"eks anywhere: " + spec.MinEKSA.String() + " and later", "v1beta2 from " + spec.EKSAv1beta2.String(),
+		"controller image: " + config.DefaultImage} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("version:\n%s\nwant %q", stdout, w)
+		}
+	}
+
+	code, stdout, _ = run(t, "", "version", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("-o json: exit %d", code)
+	}
+	var got versionInfo
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("-o json: %v\n%s", err, stdout)
+	}
+	if got != currentVersion() || got.Kubernetes.Max != spec.MaxKube.String() || got.EKSAnywhere.Min != "v0.20.0" || got.GoVersion != runtime.Version() || got.Commit == "" {
+		t.Errorf("-o json: %+v", got)
+	}
+	if code, _, _ := run(t, "", "version", "-o", "yaml"); code != ExitUsage {
+		t.Errorf("-o yaml: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+// A release build installs its own release's controller image; any other
+// build the last release's (config.DefaultImage). `controller manifests`
+// and `version` agree.
+func TestControllerImageFollowsRelease(t *testing.T) {
+	defer func(v string) { Version = v }(Version)
+	repo := config.DefaultImage[:strings.LastIndex(config.DefaultImage, ":")]
+	for version, want := range map[string]string{
+		"dev":                     config.DefaultImage,
+		"v0.1.0-3-g1234567-dirty": repo + ":v0.1.0-3-g1234567-dirty", // git describe of a pre-release form: still a tag
+		"v9.8.7":                  repo + ":v9.8.7",
+		"v9.8.7-rc.1":             repo + ":v9.8.7-rc.1",
+		"1234abcd":                config.DefaultImage,
+	} {
+		Version = version
+		if got := defaultControllerImage(); got != want {
+			t.Errorf("Version %q: image %q, want %q", version, got, want)
+		}
+		_, stdout, _ := run(t, "", "controller", "manifests")
+		if !strings.Contains(stdout, "image: "+want+"\n") {
+			t.Errorf("Version %q: controller manifests does not install %s", version, want)
+		}
+		if _, stdout, _ := run(t, "", "version"); !strings.Contains(stdout, "controller image: "+want+"\n") {
+			t.Errorf("Version %q: version says\n%s", version, stdout)
+		}
+	}
+}
