@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -63,9 +64,36 @@ func (l lineIndex) lineOf(path string) int {
 func (l lineIndex) problems(file string, errs field.ErrorList) []Problem {
 	out := make([]Problem, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, Problem{File: file, Line: l.lineOf(e.Field), Field: e.Field, Detail: e.ErrorBody()})
+		out = append(out, Problem{File: file, Line: l.lineOf(e.Field), Field: e.Field, Detail: e.ErrorBody() + didYouMean(e)})
 	}
 	return out
+}
+
+// didYouMean suggests, for a value not among the supported ones, the
+// supported value it is closest to (a typo: at most two edits, or the same
+// letters in another case).
+func didYouMean(e *field.Error) string {
+	v := reflect.ValueOf(e.BadValue)
+	if e.Type != field.ErrorTypeNotSupported || v.Kind() != reflect.String || v.String() == "" {
+		return ""
+	}
+	bad := v.String()
+	_, list, ok := strings.Cut(e.Detail, "supported values: ")
+	if !ok {
+		return ""
+	}
+	best, bestD := "", 3
+	for _, v := range strings.Split(list, ", ") {
+		v = strings.Trim(v, `"`)
+		d := EditDistance(strings.ToLower(bad), strings.ToLower(v))
+		if d < bestD {
+			best, bestD = v, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
 }
 
 // Warning is something valid but worth an operator's attention, located.

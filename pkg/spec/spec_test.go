@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 )
 
@@ -251,5 +253,20 @@ func TestLocateSortsErrorsByLine(t *testing.T) {
 		if inv.Problems[i].Line != want {
 			t.Fatalf("problem %d on line %d, want %d:\n%v", i, inv.Problems[i].Line, want, err)
 		}
+	}
+}
+
+// A value not among the supported ones suggests the one it is a typo of,
+// and only then.
+func TestDidYouMeanEnumValues(t *testing.T) {
+	sup := field.NotSupported(field.NewPath("spec", "exposure"), "proxi", []string{"proxy", "bindAddress"})
+	if got := didYouMean(sup); got != `; did you mean "proxy"?` {
+		t.Errorf("proxi: %q", got)
+	}
+	if got := didYouMean(field.NotSupported(field.NewPath("spec", "exposure"), "tunnel", []string{"proxy", "bindAddress"})); got != "" {
+		t.Errorf("no close value: %q", got)
+	}
+	if got := didYouMean(field.Invalid(field.NewPath("spec", "exposure"), "proxi", "bad")); got != "" {
+		t.Errorf("not a NotSupported error: %q", got)
 	}
 }

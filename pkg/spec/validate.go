@@ -248,10 +248,10 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	}
 
 	for _, e := range mErrs {
-		issues = append(issues, Issue{Doc: DocMetrics, Field: e.Field, Detail: e.ErrorBody()})
+		issues = append(issues, Issue{Doc: DocMetrics, Field: e.Field, Detail: e.ErrorBody() + didYouMean(e)})
 	}
 	for _, e := range cErrs {
-		issues = append(issues, Issue{Doc: DocCluster, Field: e.Field, Detail: e.ErrorBody()})
+		issues = append(issues, Issue{Doc: DocCluster, Field: e.Field, Detail: e.ErrorBody() + didYouMean(e)})
 	}
 	return issues
 }

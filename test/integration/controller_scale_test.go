@@ -289,3 +289,24 @@ func TestControllerShardsLeaveEachOthersClustersAlone(t *testing.T) {
 		t.Errorf("leases %v, want one per shard", names)
 	}
 }
+
+// On a cluster that is not an EKS-A management cluster, or without the
+// MetricsConfig CRD, the controller stops at once and says which API is
+// missing, not a RESTMapper's "no matches for kind".
+func TestControllerSaysWhichAPIIsMissing(t *testing.T) {
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	run := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		errOut := &framework.LockedBuffer{}
+		o := &cli.ControllerOptions{Kubeconfig: cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"), MetricsAddress: "0", ProbeAddress: "0", Concurrency: 1, Workers: 1}
+		return o.Run(ctx, &cli.Factory{IOStreams: cli.IOStreams{Out: errOut, ErrOut: errOut}})
+	}
+	if err := run(); err == nil || !strings.Contains(err.Error(), "does not serve the EKS Anywhere Cluster API") {
+		t.Errorf("no EKS-A CRDs: %v", err)
+	}
+	cp.InstallCRDDir(t, "eks-anywhere")
+	if err := run(); err == nil || !strings.Contains(err.Error(), "does not serve the MetricsConfig API") || !strings.Contains(err.Error(), "controller manifests") {
+		t.Errorf("no MetricsConfig CRD: %v", err)
+	}
+}
