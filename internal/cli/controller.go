@@ -185,12 +185,19 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	for _, m := range components.ManagementCatalog {
 		deploymentNamespaces[m.Namespace] = cache.Config{}
 	}
-	eksaClusters := &unstructured.Unstructured{}
-	eksaClusters.SetGroupVersionKind(controller.ClusterGVK)
 	shardSelector, err := shardLabelSelector(o.Shard)
 	if err != nil {
 		return err
 	}
+	mgmt, err := cluster.FromRESTConfig(ctx, "management", "the controller's identity", cfg)
+	if err != nil {
+		return err
+	}
+	if err := controller.Preflight(mgmt); err != nil {
+		return err
+	}
+	eksaClusters := &unstructured.Unstructured{}
+	eksaClusters.SetGroupVersionKind(controller.ClusterGVK)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme(),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -212,10 +219,6 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	})
 	if err != nil {
 		return fmt.Errorf("starting the controller manager: %w", err)
-	}
-	mgmt, err := cluster.FromRESTConfig(ctx, "management", "the controller's identity", cfg)
-	if err != nil {
-		return err
 	}
 	// Where its Roles are: what it may not list cluster-wide, it lists
 	// there.

@@ -297,6 +297,15 @@ func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) 
 	return c, nil
 }
 
+// Serves says whether the cluster serves a kind in that version.
+func (c *Cluster) Serves(gvk schema.GroupVersionKind) (bool, error) {
+	_, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // String names the cluster in messages.
 func (c *Cluster) String() string { return c.Role + " cluster" }
 

@@ -109,24 +109,31 @@ func (r *Reconciler) init() {
 	})
 }
 
+// Preflight checks that the management cluster serves what the controller
+// watches, and says which API is missing and why (not a RESTMapper's "no
+// matches for kind").
+func Preflight(mgmt *cluster.Cluster) error {
+	for _, need := range []struct {
+		gvk  schema.GroupVersionKind
+		what string
+	}{
+		{ClusterGVK, "the EKS Anywhere Cluster API (anywhere.eks.amazonaws.com): is this the management cluster of your EKS Anywhere clusters?"},
+		{metricsv1alpha1.GroupVersion.WithKind(metricsv1alpha1.Kind), "the MetricsConfig API: install it with `eksa-metrics controller manifests | kubectl apply --server-side -f -`"},
+	} {
+		ok, err := mgmt.Serves(need.gvk)
+		if err != nil {
+			return fmt.Errorf("reading the API the management cluster serves: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("the management cluster does not serve %s", need.what)
+		}
+	}
+	return nil
+}
+
 // SetupWithManager registers the two controllers and their watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.init()
-	// What it watches must be served: say which API is missing and why,
-	// not a RESTMapper's "no matches for kind".
-	for _, need := range []struct {
-		gk   schema.GroupKind
-		what string
-	}{
-		{ClusterGVK.GroupKind(), "the EKS Anywhere Cluster API (anywhere.eks.amazonaws.com): is this the management cluster of your EKS Anywhere clusters?"},
-		{schema.GroupKind{Group: metricsv1alpha1.Group, Kind: metricsv1alpha1.Kind}, "the MetricsConfig API: install it with `eksa-metrics controller manifests | kubectl apply --server-side -f -`"},
-	} {
-		if _, err := mgr.GetRESTMapper().RESTMapping(need.gk); meta.IsNoMatchError(err) {
-			return fmt.Errorf("the management cluster does not serve %s", need.what)
-		} else if err != nil {
-			return fmt.Errorf("reading the API the management cluster serves: %w", err)
-		}
-	}
 	eksaCluster := &unstructured.Unstructured{}
 	eksaCluster.SetGroupVersionKind(ClusterGVK)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), eksaCluster, nameIndex, func(o client.Object) []string { return []string{o.GetName()} }); err != nil {
