@@ -77,6 +77,11 @@ func Run(ctx context.Context, in *Input, skip map[string]bool) []Result {
 			// Invalid input, not an unreachable cluster: a failure (exit 3).
 			r = Result{Status: Fail, Message: "could not run: the workload kubeconfig Secret asks for a credential plugin or a local file", Details: []string{in.OnlineErr.Error()},
 				Remediation: "write inline credentials into the Secret, as Cluster API does; or, if you trust everyone who can write Secrets in eksa-system, pass " + cluster.InsecureKubeconfigSecretsFlag}
+		case c.Kind == "online" && errors.As(in.OnlineErr, new(*cluster.KubeconfigInvalidError)):
+			// A missing or malformed kubeconfig is invalid input (exit 3),
+			// not a cluster that does not answer.
+			r = Result{Status: Fail, Message: "could not run: the kubeconfig cannot be used", Details: []string{in.OnlineErr.Error()},
+				Remediation: "check the file --kubeconfig (or $KUBECONFIG) names, and --context"}
 		case c.Kind == "online" && in.OnlineErr != nil:
 			r = Result{Status: Error, Message: "could not run: the clusters are unreachable", Details: []string{in.OnlineErr.Error()},
 				Remediation: "check --kubeconfig and --context, and that the API server is reachable from here"}

@@ -220,6 +220,9 @@ func TestOnlineChecksWithARefusedKubeconfig(t *testing.T) {
 		{&cluster.KubeconfigRefusedError{Source: "Secret eksa-system/prod-kubeconfig", Refused: []cluster.RefusedField{{Entry: `user "a"`, Field: "exec", Why: "it would run a command"}}},
 			Fail, "--insecure-kubeconfig-secrets"},
 		{&cluster.UnreachableError{Role: "management", Kubeconfig: "k", Err: errors.New("connection refused")}, Error, "check --kubeconfig"},
+		// A missing or malformed kubeconfig is invalid input, not an
+		// unreachable cluster.
+		{&cluster.KubeconfigInvalidError{Role: "management", Kubeconfig: "/nope", From: "--kubeconfig", Err: errors.New("no such file")}, Fail, "--kubeconfig"},
 	} {
 		in := input(t, example("vsphere-management"), spec.Options{}, nil)
 		in.OnlineErr = tc.err
