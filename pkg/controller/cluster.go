@@ -51,7 +51,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 			st.Name = w.key.Name
 			st.LastError = truncate("releasing it after it left the selection: " + err.Error())
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonReleaseFailed, st.LastError)
-			next = append(next, r.results.set(mcKey, st, time.Time{}, true))
+			next = append(next, r.results.set(mcKey, st, true))
 		} else {
 			r.results.release(mcKey, w.key.Name)
 		}
@@ -70,7 +70,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 		for _, mc := range w.selecting {
 			mcKey := client.ObjectKeyFromObject(mc)
 			st, renewAt := r.applyCluster(ctx, mc, w.obj, r.results.status(mcKey, w.key.Name))
-			next = append(next, r.results.set(mcKey, st, renewAt, st.LastError != ""))
+			next = append(next, r.results.set(mcKey, st, st.LastError != ""))
 			if d := untilRenewal([]time.Time{renewAt}, time.Now()); d > 0 {
 				next = append(next, d)
 			}
@@ -87,7 +87,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 			st := r.results.status(mcKey, w.key.Name)
 			st.Name, st.ObservedGeneration, st.LastError = w.key.Name, mc.Generation, ""
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionRendered, false, metricsv1alpha1.ReasonSelectedTwice, msg)
-			r.results.set(mcKey, st, time.Time{}, false)
+			r.results.set(mcKey, st, false)
 			r.notify(mcKey)
 		}
 	default:

@@ -59,7 +59,7 @@ func backoff(n int) time.Duration {
 }
 
 // set records a Cluster's state; a failure returns when to try again.
-func (r *results) set(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus, _ time.Time, failed bool) time.Duration {
+func (r *results) set(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus, failed bool) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m[mc] == nil {

@@ -16,16 +16,16 @@ func TestResults(t *testing.T) {
 	r := newResults()
 	mc := types.NamespacedName{Namespace: "default", Name: "fleet"}
 	st := metricsv1alpha1.ClusterStatus{Name: "w1", LastError: "unreachable"}
-	if d := r.set(mc, st, time.Time{}, true); d != 10*time.Second {
+	if d := r.set(mc, st, true); d != 10*time.Second {
 		t.Errorf("first failure: retry after %s", d)
 	}
-	if d := r.set(mc, st, time.Time{}, true); d != 20*time.Second {
+	if d := r.set(mc, st, true); d != 20*time.Second {
 		t.Errorf("second failure: retry after %s", d)
 	}
-	if d := r.set(mc, metricsv1alpha1.ClusterStatus{Name: "w1"}, time.Time{}, false); d != 0 {
+	if d := r.set(mc, metricsv1alpha1.ClusterStatus{Name: "w1"}, false); d != 0 {
 		t.Errorf("success: retry after %s", d)
 	}
-	if d := r.set(mc, st, time.Time{}, true); d != 10*time.Second {
+	if d := r.set(mc, st, true); d != 10*time.Second {
 		t.Errorf("a failure after a success starts again: %s", d)
 	}
 	if !r.has(mc, "w1") || !r.any(types.NamespacedName{Namespace: "default", Name: "w1"}) || r.any(types.NamespacedName{Namespace: "other", Name: "w1"}) {
