@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -293,7 +292,7 @@ func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) 
 	if _, err := dc.ServerVersion(); err != nil {
 		return nil, err
 	}
-	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(&mappedDiscovery{DiscoveryInterface: dc})
 	return c, nil
 }
 

@@ -3,14 +3,21 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
+	"slices"
+	"strings"
+	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
@@ -32,9 +39,15 @@ type Drift struct {
 // is unchanged) and the initial list are not drift, nor is an object that
 // left the label selection because it now carries another Cluster's label
 // (two Clusters pointed at one API server). Where this identity may list
-// a kind only in some namespaces (Namespaced), it watches there. The
-// watches are client-go's informers: they relist and rewatch with backoff
-// while the cluster is unreachable.
+// a kind only in some namespaces (Namespaced), it watches there.
+//
+// Each watch is a client-go Reflector (it lists, watches, and relists with
+// backoff while the cluster is unreachable) feeding a store that keeps, per
+// object, only what tells a change (resourceVersion, generation, a hash of
+// the labels and annotations): a controller holds these watches for every
+// workload cluster of a fleet, and an informer per kind (its object store,
+// its event queue and the 1024-slot buffer of each handler) costs several
+// times that.
 func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifted func(Drift)) error {
 	cfg := rest.CopyConfig(c.config)
 	cfg.Timeout = 0 // a watch is long-lived; the server ends it
@@ -47,20 +60,11 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 	// cluster's, not one Cluster name's: labelled as certificates, and
 	// watched with the rest of what eksa-metrics manages.
 	managedBy := templates.ManagedByLabel + "=" + templates.Prefix
-	factories := map[string]metadatainformer.SharedInformerFactory{}
-	factory := func(namespace, selector string) metadatainformer.SharedInformerFactory {
-		key := namespace + " " + selector
-		if f, ok := factories[key]; ok {
-			return f
-		}
-		f := metadatainformer.NewFilteredSharedInformerFactory(mc, 0, namespace, func(o *metav1.ListOptions) { o.LabelSelector = selector })
-		factories[key] = f
-		return f
-	}
 	ours := func(o metav1.Object) bool {
 		l := o.GetLabels()
 		return l[templates.ClusterLabel] == clusterName || l[templates.CertificateLabel] != ""
 	}
+	var reflectors []*toolscache.Reflector
 	for _, gvk := range prunable {
 		m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
@@ -69,11 +73,10 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 		if err != nil {
 			return err
 		}
-		selectors := []string{inventory}
+		selector := inventory
 		if gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap") {
-			// One watch for both the inventory and the certificates (each
-			// watch holds buffers: a fleet has thousands).
-			selectors = []string{managedBy}
+			// One watch for both the inventory and the certificates.
+			selector = managedBy
 		}
 		// Where this identity may not watch cluster-wide (the controller on
 		// its management cluster), in the namespaces where it may.
@@ -82,58 +85,167 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 			namespaces = []string{metav1.NamespaceAll}
 		}
 		for _, ns := range namespaces {
-			for _, sel := range selectors {
-				if err := watchKind(factory(ns, sel).ForResource(m.Resource).Informer(), gvk.Kind, ours, drifted); err != nil {
-					return err
-				}
-			}
+			client := mc.Resource(m.Resource).Namespace(ns)
+			lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					o.LabelSelector = selector
+					return client.List(ctx, o)
+				},
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					o.LabelSelector = selector
+					return client.Watch(ctx, o)
+				},
+			}, mc)
+			store := &driftStore{kind: gvk.Kind, ours: ours, drifted: drifted}
+			reflectors = append(reflectors, toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, store,
+				toolscache.ReflectorOptions{Name: clusterName + " " + m.Resource.String()}))
 		}
 	}
-	for _, f := range factories {
-		f.Start(ctx.Done())
-		go func() { <-ctx.Done(); f.Shutdown() }()
+	// Retried with backoff; the reconcile reports what it cannot reach, so
+	// the watches' own errors are not logged.
+	quiet := klog.NewContext(ctx, logr.Discard())
+	for _, r := range reflectors {
+		go r.RunWithContext(quiet)
 	}
 	return nil
 }
 
-func watchKind(inf toolscache.SharedIndexInformer, kind string, ours func(metav1.Object) bool, drifted func(Drift)) error {
-	name := func(o metav1.Object) string { return templates.ObjectName(kind, o.GetNamespace(), o.GetName()) }
-	_ = inf.SetWatchErrorHandlerWithContext(func(context.Context, *toolscache.Reflector, error) {}) // retried; the reconcile reports what it cannot reach
-	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			if o, ok := obj.(metav1.Object); ok && !initial && ours(o) && !ownWrite(o) {
-				drifted(Drift{Object: name(o), Action: "created"})
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(metav1.Object)
-			n, ok2 := newObj.(metav1.Object)
-			if ok1 && ok2 && (ours(o) || ours(n)) && changed(o, n) && !ownWrite(n) {
-				drifted(Drift{Object: name(n), Action: "edited"})
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if o, ok := obj.(metav1.Object); ok && ours(o) {
-				drifted(Drift{Object: name(o), Action: "deleted"})
-			}
-		},
-	})
-	return err
+// driftStore is a Reflector's store that keeps only what tells a change
+// and reports drift; the first list is what is there, not drift.
+type driftStore struct {
+	kind    string
+	ours    func(metav1.Object) bool
+	drifted func(Drift)
+
+	mu     sync.Mutex
+	listed bool
+	seen   map[string]seen // by namespace/name
 }
+
+type seen struct {
+	resourceVersion string
+	generation      int64
+	meta            uint64 // hash of the labels and annotations
+	ours            bool
+}
+
+func (s *driftStore) seenOf(o metav1.Object) seen {
+	return seen{resourceVersion: o.GetResourceVersion(), generation: o.GetGeneration(), meta: metaHash(o), ours: s.ours(o)}
+}
+
+func (s *driftStore) name(o metav1.Object) string {
+	return templates.ObjectName(s.kind, o.GetNamespace(), o.GetName())
+}
+
+func objectKey(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
+
+func (s *driftStore) Add(obj any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := obj.(metav1.Object); ok {
+		s.add(o)
+	}
+	return nil
+}
+
+func (s *driftStore) add(o metav1.Object) {
+	if prev, ok := s.seen[objectKey(o)]; ok {
+		s.update(prev, o)
+		return
+	}
+	if s.ours(o) && !ownWrite(o) {
+		s.drifted(Drift{Object: s.name(o), Action: "created"})
+	}
+	s.seen[objectKey(o)] = s.seenOf(o)
+}
+
+func (s *driftStore) Update(obj any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := obj.(metav1.Object); ok {
+		s.add(o)
+	}
+	return nil
+}
+
+func (s *driftStore) update(prev seen, n metav1.Object) {
+	now := s.seenOf(n)
+	if (prev.ours || now.ours) && changed(prev, now) && !ownWrite(n) {
+		s.drifted(Drift{Object: s.name(n), Action: "edited"})
+	}
+	s.seen[objectKey(n)] = now
+}
+
+func (s *driftStore) Delete(obj any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if o, ok := obj.(metav1.Object); ok {
+		if s.ours(o) {
+			s.drifted(Drift{Object: s.name(o), Action: "deleted"})
+		}
+		delete(s.seen, objectKey(o))
+	}
+	return nil
+}
+
+// Replace is the first list (recorded) or a relist after the watch was
+// lost: what changed or went meanwhile is drift as a watch event would be.
+func (s *driftStore) Replace(list []any, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.listed {
+		s.listed = true
+		s.seen = make(map[string]seen, len(list))
+		for _, obj := range list {
+			if o, ok := obj.(metav1.Object); ok {
+				s.seen[objectKey(o)] = s.seenOf(o)
+			}
+		}
+		return nil
+	}
+	gone := maps.Clone(s.seen)
+	for _, obj := range list {
+		if o, ok := obj.(metav1.Object); ok {
+			delete(gone, objectKey(o))
+			s.add(o)
+		}
+	}
+	for k, prev := range gone {
+		if prev.ours {
+			ns, name, _ := strings.Cut(k, "/")
+			s.drifted(Drift{Object: templates.ObjectName(s.kind, ns, name), Action: "deleted"})
+		}
+		delete(s.seen, k)
+	}
+	return nil
+}
+
+func (s *driftStore) Resync() error { return nil }
 
 // changed: a spec (generation), label or annotation change, or any change
 // of an object without a generation (RBAC, ConfigMaps, Secrets, Services).
-func changed(o, n metav1.Object) bool {
-	if o.GetResourceVersion() == n.GetResourceVersion() {
-		return false // a resync
+func changed(o, n seen) bool {
+	if o.resourceVersion == n.resourceVersion {
+		return false // the same object again
 	}
-	if n.GetGeneration() == 0 {
+	if n.generation == 0 {
 		return true
 	}
-	return o.GetGeneration() != n.GetGeneration() || !maps.Equal(o.GetLabels(), n.GetLabels()) || !maps.Equal(o.GetAnnotations(), n.GetAnnotations())
+	return o.generation != n.generation || o.meta != n.meta
+}
+
+// metaHash hashes an object's labels and annotations.
+func metaHash(o metav1.Object) uint64 {
+	h := fnv.New64a()
+	for i, m := range []map[string]string{o.GetLabels(), o.GetAnnotations()} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			fmt.Fprintf(h, "%d\x00%s\x00%s\x00", i, k, m[k])
+		}
+	}
+	return h.Sum64()
 }
 
 // ownWrite: every managedFields entry of the latest time is eksa-metrics'.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -30,8 +31,33 @@ func TestDriftIsAnotherWritersChange(t *testing.T) {
 		{"a resync", obj(0, "1", nil, ours, kubectl), obj(0, "1", nil, ours, kubectl), false},
 		{"ours and another's in the same second", obj(0, "1", nil, ours), obj(0, "2", nil, metav1.ManagedFieldsEntry{Manager: FieldManager, Time: at(2)}, kubectl), true},
 	} {
-		if got := changed(tc.old, tc.new) && !ownWrite(tc.new); got != tc.want {
-			t.Errorf("%s: drift %t, want %t", tc.name, got, tc.want)
+		var drifts []Drift
+		s := &driftStore{kind: "ClusterRole", ours: func(metav1.Object) bool { return true }, drifted: func(d Drift) { drifts = append(drifts, d) }}
+		tc.old.Name, tc.new.Name = "reader", "reader"
+		_ = s.Replace([]any{tc.old}, "1") // the first list is not drift
+		_ = s.Update(tc.new)
+		if got := len(drifts) == 1; got != tc.want || len(drifts) > 1 {
+			t.Errorf("%s: drift %v, want %t", tc.name, drifts, tc.want)
 		}
+	}
+}
+
+// A watch lost and listed again reports what changed or went meanwhile,
+// and a creation by another writer; the first list reports nothing.
+func TestDriftAcrossARelist(t *testing.T) {
+	var drifts []Drift
+	s := &driftStore{kind: "Service", ours: func(o metav1.Object) bool { return o.GetLabels()["c"] == "w1" }, drifted: func(d Drift) { drifts = append(drifts, d) }}
+	kubectl := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Time: &metav1.Time{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}}}
+	obj := func(name, rv, cluster string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, ResourceVersion: rv, Labels: map[string]string{"c": cluster}, ManagedFields: kubectl}}
+	}
+	_ = s.Replace([]any{obj("a", "1", "w1"), obj("b", "1", "w1"), obj("other", "1", "w2")}, "1")
+	if len(drifts) != 0 {
+		t.Fatalf("the first list reported %v", drifts)
+	}
+	_ = s.Replace([]any{obj("a", "2", "w1"), obj("new", "3", "w1")}, "3")
+	want := []Drift{{"Service kube-system/a", "edited"}, {"Service kube-system/new", "created"}, {"Service kube-system/b", "deleted"}}
+	if !slices.Equal(drifts, want) {
+		t.Errorf("after the relist: %v, want %v", drifts, want)
 	}
 }

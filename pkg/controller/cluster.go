@@ -109,7 +109,7 @@ func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName) (*clus
 	w := &clusterWork{key: key}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(ClusterGVK)
-	switch err := r.Client.Get(ctx, key, obj); {
+	switch err := r.clusters.Get(ctx, key, obj); {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return nil, err

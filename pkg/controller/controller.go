@@ -63,7 +63,8 @@ const nameIndex = "metadata.name"
 // Reconciler reconciles the Clusters that MetricsConfigs select, and the
 // MetricsConfigs' finalizers and status.
 type Reconciler struct {
-	// Client reads and writes the management cluster through the manager's cache.
+	// Client reads and writes the management cluster (typed and metadata
+	// objects through the manager's cache).
 	Client client.Client
 	// Management is the management cluster for the engine (server-side apply,
 	// planning, certificates).
@@ -88,8 +89,12 @@ type Reconciler struct {
 	// capiCluster is the Cluster API Cluster kind in the version the
 	// management cluster serves (empty when it serves none).
 	capiCluster schema.GroupVersionKind
-	results     *results
-	workloads   *workloads
+	// clusters reads the EKS-A Clusters from the manager's cache: the
+	// client reads unstructured objects from the API server, a request
+	// per event mapped and per reconcile.
+	clusters  client.Reader
+	results   *results
+	workloads *workloads
 	// configEvents wakes the MetricsConfig controller when a Cluster's
 	// state changed; clusterEvents wakes the Cluster controller when a
 	// workload cluster drifted.
@@ -106,6 +111,9 @@ func (r *Reconciler) init() {
 		r.configEvents = make(chan event.GenericEvent, 1024)
 		r.clusterEvents = make(chan event.GenericEvent, 1024)
 		r.workloads = &workloads{m: map[types.NamespacedName]*workload{}, trust: r.TrustKubeconfigSecrets, drifted: r.drifted}
+		if r.clusters == nil {
+			r.clusters = r.Client
+		}
 	})
 }
 
@@ -133,6 +141,7 @@ func Preflight(mgmt *cluster.Cluster) error {
 
 // SetupWithManager registers the two controllers and their watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.clusters = mgr.GetCache()
 	r.init()
 	eksaCluster := &unstructured.Unstructured{}
 	eksaCluster.SetGroupVersionKind(ClusterGVK)
@@ -279,7 +288,7 @@ func (r *Reconciler) byKubeconfigSecret(ctx context.Context, o client.Object) []
 func (r *Reconciler) named(ctx context.Context, name string) []reconcile.Request {
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(ClusterGVK)
-	if err := r.Client.List(ctx, &list, client.MatchingFields{nameIndex: name}); err != nil {
+	if err := r.clusters.List(ctx, &list, client.MatchingFields{nameIndex: name}); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -310,7 +319,7 @@ func (r *Reconciler) clustersOf(ctx context.Context, o client.Object) []reconcil
 	}
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(ClusterGVK)
-	if err := r.Client.List(ctx, &list, client.InNamespace(mc.Namespace)); err != nil {
+	if err := r.clusters.List(ctx, &list, client.InNamespace(mc.Namespace)); err != nil {
 		return nil
 	}
 	key := client.ObjectKeyFromObject(mc)

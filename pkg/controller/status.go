@@ -243,7 +243,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, mc *metricsv1alpha1.Metric
 func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsConfig) (metricsv1alpha1.MetricsConfigStatus, int, error) {
 	var clusters unstructured.UnstructuredList
 	clusters.SetGroupVersionKind(ClusterGVK)
-	if err := r.Client.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
+	if err := r.clusters.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
 		return mc.Status, 0, fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
 	}
 	exists, selected := map[string]bool{}, map[string]bool{}

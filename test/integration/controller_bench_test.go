@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
@@ -70,7 +71,8 @@ func benchFleet(b *testing.B, n int) {
 		f.eksaSystemObjects(b, "default", name)
 	}
 	cnt := &counter{reqs: map[string]int{}}
-	f.startController(b, cnt)
+	// As `controller run` runs by default: --cluster-concurrency 8.
+	f.startControllerWith(b, cnt, func(o *cli.ControllerOptions) { o.Concurrency = 8 })
 	start := time.Now()
 	f.metricsConfig(b, true)
 	framework.WaitFor(b, fmt.Sprintf("%d of %d applied", n, n), 30*time.Minute, func() (bool, error) {
