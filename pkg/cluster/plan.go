@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"reflect"
 	"sort"
 	"strings"
@@ -88,6 +89,9 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	}
 	s.mapping = m
 	u := unstructured.Unstructured{Object: obj}
+	if err := c.checkTokenSecret(ctx, &u); err != nil {
+		return nil, err
+	}
 	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && u.GetKind() == "KubeadmControlPlane":
@@ -135,6 +139,28 @@ func ownsByApply(live *unstructured.Unstructured) bool {
 }
 
 // normalize gives numbers and nested values one representation (JSON's).
+// checkTokenSecret refuses, before anything is written, a token Secret
+// whose ServiceAccount does not exist: kube-controller-manager deletes such
+// a Secret as soon as it is created.
+func (c *Cluster) checkTokenSecret(ctx context.Context, u *unstructured.Unstructured) error {
+	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
+		return nil
+	}
+	if t, _, _ := unstructured.NestedString(u.Object, "type"); t != string(corev1.SecretTypeServiceAccountToken) {
+		return nil
+	}
+	sa := u.GetAnnotations()[corev1.ServiceAccountNameKey]
+	_, err := c.Core.CoreV1().ServiceAccounts(u.GetNamespace()).Get(ctx, sa, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("Secret %s/%s asks kube-controller-manager for a token of the scraper ServiceAccount %s/%s, which the %s does not have (kube-controller-manager would delete the Secret): install the monitoring stack that creates it (or create it) and apply again, or name in scrapers the ServiceAccount your Prometheus runs as",
+			u.GetNamespace(), u.GetName(), u.GetNamespace(), sa, c)
+	case err != nil:
+		return fmt.Errorf("reading ServiceAccount %s/%s from the %s: %w", u.GetNamespace(), sa, c, err)
+	}
+	return nil
+}
+
 func normalize(v any) any {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -63,6 +63,12 @@ type Config struct {
 	// DefaultScraper is true when Scrapers is the stack's own Prometheus
 	// identity because the section named none.
 	DefaultScraper bool
+	// CredentialsFile: the ServiceMonitors read the scraper pod's token and
+	// CA files (scrapeConfig.credentials: file, or no scraper is a
+	// ServiceAccount of MonitoringNamespace). Otherwise they reference the
+	// token Secret of TokenServiceAccount, the first scraper that is.
+	CredentialsFile     bool
+	TokenServiceAccount string
 
 	Images metricsv1alpha1.Images
 	// ImageSources say where the kube-rbac-proxy and HAProxy images come

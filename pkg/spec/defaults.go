@@ -119,6 +119,10 @@ func Default(in *Input, opts Options) *Config {
 			c.Scrapers, c.DefaultScraper = []metricsv1alpha1.Scraper{*sa}, true
 		}
 	}
+	// By reference where the scraper's ServiceAccount is known (validate
+	// warns where it is not).
+	c.TokenServiceAccount = TokenServiceAccount(c.Scrapers, c.MonitoringNamespace)
+	c.CredentialsFile = sc.Credentials == metricsv1alpha1.CredentialsFile || sc.Credentials == "" && c.TokenServiceAccount == ""
 	c.Images = m.Images
 	c.ImageSources = [2]string{"spec.images", "spec.images"}
 	var vb VersionsBundle
@@ -139,6 +143,18 @@ func Default(in *Input, opts Options) *Config {
 		}
 	}
 	return c
+}
+
+// TokenServiceAccount is the first scraper that is a ServiceAccount in the
+// monitoring namespace, whose token Secret the ServiceMonitors reference (a
+// ServiceMonitor reads Secrets of its own namespace only); "" when none is.
+func TokenServiceAccount(scrapers []metricsv1alpha1.Scraper, namespace string) string {
+	for _, s := range scrapers {
+		if s.Kind == metricsv1alpha1.ScraperServiceAccount && s.Namespace == namespace {
+			return s.Name
+		}
+	}
+	return ""
 }
 
 // StackScraper is the ServiceAccount a stack's Prometheus runs as, or nil

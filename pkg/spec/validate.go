@@ -128,6 +128,17 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	for _, w := range scraperWarns {
 		warn(DocMetrics, w.path, "%s", w.detail)
 	}
+	credentials := []metricsv1alpha1.Credentials{metricsv1alpha1.CredentialsSecret, metricsv1alpha1.CredentialsFile}
+	noTokenSecret := fmt.Sprintf("the ServiceMonitors in namespace %[1]s can reference only the token Secret of a ServiceAccount of %[1]s (a ServiceMonitor reads Secrets of its own namespace), and no scraper is one: add the ServiceAccount your Prometheus runs as, {kind: ServiceAccount, name: <name>, namespace: %[1]s}, to scrapers", c.MonitoringNamespace)
+	switch v := sc.Credentials; {
+	case v != "" && !slices.Contains(credentials, v):
+		mErrs = append(mErrs, field.NotSupported(root.Child("scrapeConfig", "credentials"), v, credentials))
+	case !c.ServiceMonitors || c.TokenServiceAccount != "" || len(scrapers) == 0 || len(scraperErrs) > 0:
+	case v == metricsv1alpha1.CredentialsSecret:
+		mErrs = append(mErrs, field.Invalid(root.Child("scrapeConfig", "credentials"), string(v), noTokenSecret+", or set scrapeConfig.credentials: file"))
+	case v == "":
+		warn(DocMetrics, root.Child("scrapers"), "%s; until then they read the Prometheus pod's own token and CA files (bearerTokenFile, caFile), which prometheus-operator deprecates and Grafana Alloy 1.19 and the OpenTelemetry Target Allocator refuse by default (set scrapeConfig.credentials: file to keep that without this warning)", noTokenSecret)
+	}
 	if opts.CAPIAPIVersion != "" && c.EKSAVersion != nil && opts.CAPIAPIVersion != c.CAPIVersion {
 		cErrs = append(cErrs, field.Invalid(cs.Child("eksaVersion"), cl.Spec.EksaVersion, fmt.Sprintf(
 			"EKS Anywhere %s uses KubeadmControlPlane %s, but --capi-api-version says %s; drop the flag (eksaVersion decides) or fix eksaVersion", c.EKSAVersion, c.CAPIVersion, opts.CAPIAPIVersion)))

@@ -55,6 +55,14 @@ const (
 	// spec.configMaps; a Prometheus without the operator mounts it there too.
 	CABundleFile = "/etc/prometheus/configmaps/" + ServingCA + "/" + CABundleKey
 
+	// ScraperTokenSecret is the token Secret of the scraper's ServiceAccount
+	// (type kubernetes.io/service-account-token: kube-controller-manager
+	// writes the token) that the ServiceMonitors reference.
+	ScraperTokenSecret = Prefix + "-scraper-token"
+	// ClusterCAConfigMap is the cluster CA that kube-controller-manager
+	// publishes in every namespace (root-ca-cert-publisher).
+	ClusterCAConfigMap = "kube-root-ca.crt"
+
 	saTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	saCAFile    = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 )

@@ -15,7 +15,8 @@ import (
 func allOn(exposure metricsv1alpha1.Exposure) *spec.Config {
 	return &spec.Config{ClusterName: "c", Exposure: exposure, AllowInsecure: true, APIServer: true, ControllerManager: true, Scheduler: true,
 		Etcd: true, KubeProxy: true, Kubelet: true, TLSMinVersion: metricsv1alpha1.TLS12, ServiceMonitors: true, PrometheusConfig: true,
-		MonitoringNamespace: "monitoring", Scrapers: []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "p", Namespace: "monitoring"}}}
+		MonitoringNamespace: "monitoring", Scrapers: []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "p", Namespace: "monitoring"}},
+		TokenServiceAccount: "p"}
 }
 
 // No rendered scrape sends a token over plain HTTP (bindAddress with

@@ -171,7 +171,8 @@ func drops(c *spec.Config, t target, path string) []relabel {
 // kubelet rules select (KubeletDown wants metrics_path="/metrics").
 var metricsPathLabel = relabel{SourceLabels: []string{"__metrics_path__"}, TargetLabel: "metrics_path", Action: "replace"}
 
-// ServiceMonitors renders one prometheus-operator ServiceMonitor per target.
+// ServiceMonitors renders one prometheus-operator ServiceMonitor per target
+// (ScraperToken renders the token Secret they reference).
 func ServiceMonitors(c *spec.Config) []Object {
 	if !c.ServiceMonitors {
 		return nil
@@ -183,20 +184,7 @@ func ServiceMonitors(c *spec.Config) []Object {
 		for _, p := range t.comp.Paths {
 			ep := monitoringv1.Endpoint{Port: t.port, Path: p, Scheme: t.scheme}
 			if t.scheme == "https" { // never a token over plain HTTP
-				ep.BearerTokenFile = saTokenFile
-				tls := &monitoringv1.TLSConfig{CAFile: saCAFile}
-				switch {
-				case t.insecure != "":
-					tls.InsecureSkipVerify = ptr.To(true)
-				case t.ownCA:
-					// The CA bundle apply publishes in the monitor's namespace.
-					tls = &monitoringv1.TLSConfig{SafeTLSConfig: monitoringv1.SafeTLSConfig{ServerName: ptr.To(t.serverName),
-						CA: monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{
-							LocalObjectReference: corev1.LocalObjectReference{Name: ServingCA}, Key: CABundleKey}}}}
-				default:
-					tls.ServerName = ptr.To(t.serverName)
-				}
-				ep.TLSConfig = tls
+				ep.Authorization, ep.BearerTokenFile, ep.TLSConfig = monitorCredentials(c, t)
 			}
 			if kubelet {
 				// cAdvisor and the probes carry their own namespace and pod labels.
@@ -231,6 +219,54 @@ func ServiceMonitors(c *spec.Config) []Object {
 		out = append(out, toObject(monitoringv1.SchemeGroupVersion.String(), monitoringv1.ServiceMonitorsKind, sm))
 	}
 	return out
+}
+
+// monitorCredentials is how a ServiceMonitor endpoint authenticates and
+// verifies: by reference (the scraper's token Secret, the CA ConfigMaps)
+// unless scrapeConfig.credentials is file (the Prometheus pod's own files).
+func monitorCredentials(c *spec.Config, t target) (*monitoringv1.SafeAuthorization, string, *monitoringv1.TLSConfig) {
+	tls := &monitoringv1.TLSConfig{}
+	switch {
+	case t.insecure != "":
+		tls.InsecureSkipVerify = ptr.To(true)
+	case t.ownCA:
+		// The CA bundle apply publishes in the monitor's namespace.
+		tls.ServerName, tls.CA = ptr.To(t.serverName), configMapKey(ServingCA, CABundleKey)
+	case c.CredentialsFile:
+		tls.ServerName, tls.CAFile = ptr.To(t.serverName), saCAFile
+	default:
+		tls.ServerName, tls.CA = ptr.To(t.serverName), configMapKey(ClusterCAConfigMap, "ca.crt")
+	}
+	if c.CredentialsFile {
+		if t.insecure != "" {
+			tls.CAFile = saCAFile // as before the credentials were references
+		}
+		return nil, saTokenFile, tls
+	}
+	return &monitoringv1.SafeAuthorization{Type: "Bearer", Credentials: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: ScraperTokenSecret}, Key: corev1.ServiceAccountTokenKey}}, "", tls
+}
+
+func configMapKey(name, key string) monitoringv1.SecretOrConfigMap {
+	return monitoringv1.SecretOrConfigMap{ConfigMap: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}
+}
+
+// ScraperToken asks kube-controller-manager for a token of the scraper's
+// ServiceAccount in a Secret of the monitors' namespace, which
+// prometheus-operator (and the other agents that read ServiceMonitors)
+// read, when the ServiceMonitors reference it. The token carries the
+// scraper's own permissions, no more; deleting the Secret revokes it, and
+// the next apply asks for a new one.
+func ScraperToken(c *spec.Config) []Object {
+	if !c.ServiceMonitors || c.CredentialsFile || c.TokenServiceAccount == "" {
+		return nil
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: ScraperTokenSecret, Namespace: c.MonitoringNamespace, Labels: labels(nil),
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: c.TokenServiceAccount}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
+	return []Object{toObject("v1", "Secret", s)}
 }
 
 // scrapeJob is one job of a plain Prometheus scrape_configs list; writeJob

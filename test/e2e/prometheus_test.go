@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"maps"
 	"os"
 	"path/filepath"
@@ -187,6 +188,13 @@ func apply(t *testing.T, c *framework.ControlPlane, r *render.Result) {
 	for _, o := range r.Objects {
 		if o.Destination != render.Management {
 			objs = append(objs, o.Object)
+		}
+		// The stack's Prometheus identity exists before eksa-metrics asks
+		// for its token (kube-controller-manager deletes a token Secret
+		// whose ServiceAccount is missing; apply refuses it).
+		if o.Kind() == "Secret" && o.Object["type"] == string(corev1.SecretTypeServiceAccountToken) {
+			md := o.Object["metadata"].(map[string]any)
+			c.ServiceAccount(t, md["namespace"].(string), md["annotations"].(map[string]any)[corev1.ServiceAccountNameKey].(string))
 		}
 	}
 	if err := c.Apply(context.Background(), framework.FieldManager, true, objs...); err != nil {

@@ -256,7 +256,26 @@ type ScrapeConfig struct {
 	// kube-prometheus-stack drops (default true).
 	// +optional
 	DropHighCardinality *bool `json:"dropHighCardinality,omitempty"`
+	// Credentials is where the rendered ServiceMonitors take the scraper's
+	// token and the CA from. "secret" (the default): a token Secret of the
+	// scraper's ServiceAccount (authorization) and CA ConfigMaps
+	// (tlsConfig.ca), which every agent that reads ServiceMonitors accepts.
+	// "file": the Prometheus pod's own token and CA files (bearerTokenFile,
+	// caFile), which prometheus-operator deprecates and Grafana Alloy 1.19
+	// and the OpenTelemetry Target Allocator refuse by default.
+	// +optional
+	Credentials Credentials `json:"credentials,omitempty"`
 }
+
+// Credentials says where ServiceMonitors take the scraper's credentials.
+// +kubebuilder:validation:Enum="";secret;file
+type Credentials string
+
+// The values of scrapeConfig.credentials.
+const (
+	CredentialsSecret Credentials = "secret"
+	CredentialsFile   Credentials = "file"
+)
 
 // Stack is a monitoring stack profile.
 // +kubebuilder:validation:Enum="";kube-prometheus-stack;kube-prometheus;eks-anywhere;prometheus
