@@ -196,11 +196,11 @@ func (r *Result) scrapeIssues(in *spec.Input) spec.Issues {
 			}
 		}
 	}
-	if c.ServiceMonitors && (c.Stack == metricsv1alpha1.StackKubePrometheusStack || c.Stack == metricsv1alpha1.StackKubePrometheus) {
+	if c.ServiceMonitors && spec.Stacks[c.Stack].MonitorsAlone {
 		return nil
 	}
 	why := "no component is enabled"
-	if !c.ServiceMonitors && !c.PrometheusConfig && c.Stack != metricsv1alpha1.StackEKSAnywhere {
+	if !c.ServiceMonitors && !c.PrometheusConfig && !spec.Stacks[c.Stack].EKSAPackage {
 		why = "scrapeConfig.serviceMonitors and scrapeConfig.prometheus are both false"
 	}
 	return spec.Issues{in.MetricsIssue("scrapeConfig", "renders no scrape configuration ("+why+"): no Prometheus is told to scrape what eksa-metrics exposes; turn serviceMonitors or prometheus on, or set the stack that scrapes the cluster")}

@@ -1,8 +1,6 @@
 package spec
 
 import (
-	"strings"
-
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 )
 
@@ -86,7 +84,7 @@ func Default(in *Input, opts Options) *Config {
 	// its scrapes keep skipping verification unless asked (validate refuses
 	// that combination).
 	c.ServingCertificates = m.TLS.Certificates == metricsv1alpha1.CertificatesEKSAMetrics || m.TLS.Certificates == metricsv1alpha1.CertificatesCertManager ||
-		m.TLS.Certificates == "" && m.ScrapeConfig.Stack != metricsv1alpha1.StackEKSAnywhere
+		m.TLS.Certificates == "" && !Stacks[m.ScrapeConfig.Stack].NoCABundle
 	c.CertManager = m.TLS.Certificates == metricsv1alpha1.CertificatesCertManager
 	c.TLSMinVersion = m.TLS.MinVersion
 	if c.TLSMinVersion == "" {
@@ -94,23 +92,18 @@ func Default(in *Input, opts Options) *Config {
 	}
 	sc := m.ScrapeConfig
 	c.Stack, c.Release = sc.Stack, sc.Release
-	operator, file, ns := true, true, "monitoring"
-	switch sc.Stack {
-	case metricsv1alpha1.StackKubePrometheusStack, metricsv1alpha1.StackKubePrometheus:
-		file = false
-	case metricsv1alpha1.StackEKSAnywhere:
-		operator, file, ns = false, false, "observability"
-		if c.Release == "" {
-			c.Release = metricsv1alpha1.DefaultEKSAPackageRelease
-		}
-	case metricsv1alpha1.StackPrometheus:
-		operator = false
+	stack, ok := Stacks[sc.Stack]
+	if !ok {
+		stack = Stacks[metricsv1alpha1.StackGeneric] // refused by validate
 	}
-	c.ServiceMonitors = boolOr(sc.ServiceMonitors, operator)
-	c.PrometheusConfig = boolOr(sc.Prometheus, file)
+	if c.Release == "" {
+		c.Release = stack.DefaultRelease
+	}
+	c.ServiceMonitors = boolOr(sc.ServiceMonitors, stack.ServiceMonitors)
+	c.PrometheusConfig = boolOr(sc.Prometheus, stack.File)
 	c.MonitoringNamespace = sc.Namespace
 	if c.MonitoringNamespace == "" {
-		c.MonitoringNamespace = ns
+		c.MonitoringNamespace = stack.Namespace
 	}
 	c.MonitorLabels = sc.Labels
 	c.DropHighCardinality = boolOr(sc.DropHighCardinality, true)
@@ -155,47 +148,4 @@ func TokenServiceAccount(scrapers []metricsv1alpha1.Scraper, namespace string) s
 		}
 	}
 	return ""
-}
-
-// StackScraper is the ServiceAccount a stack's Prometheus runs as, or nil
-// when the stack has no fixed one (or needs the release name to know it).
-func StackScraper(stack metricsv1alpha1.Stack, release, namespace string) *metricsv1alpha1.Scraper {
-	switch stack {
-	case metricsv1alpha1.StackKubePrometheusStack:
-		if release == "" {
-			return nil
-		}
-		return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: KubePrometheusStackFullname(release) + "-prometheus", Namespace: namespace}
-	case metricsv1alpha1.StackKubePrometheus:
-		return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "prometheus-k8s", Namespace: namespace}
-	case metricsv1alpha1.StackEKSAnywhere:
-		// The prometheus chart's server fullname: <release>-server when the
-		// release name contains "prometheus", else <release>-prometheus-server.
-		name := release + "-prometheus-server"
-		if strings.Contains(release, "prometheus") {
-			name = release + "-server"
-		}
-		return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: truncate(name, 63), Namespace: namespace}
-	}
-	return nil
-}
-
-// KubePrometheusStackFullname is the chart's fullname helper for a release
-// (kube-prometheus-stack _helpers.tpl): the release name when it contains the
-// chart name, else "<release>-kube-prometheus-stack", cut to 26 characters
-// and a trailing "-".
-func KubePrometheusStackFullname(release string) string {
-	const chart = "kube-prometheus-stack"
-	name := release + "-" + chart
-	if strings.Contains(release, chart) {
-		name = release
-	}
-	return strings.TrimSuffix(truncate(name, 26), "-")
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

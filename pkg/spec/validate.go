@@ -99,12 +99,12 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	if sc.Stack != metricsv1alpha1.StackGeneric && !slices.Contains(metricsv1alpha1.Stacks, sc.Stack) {
 		mErrs = append(mErrs, field.NotSupported(root.Child("scrapeConfig", "stack"), sc.Stack, metricsv1alpha1.Stacks))
 	}
-	if sc.Stack == metricsv1alpha1.StackKubePrometheusStack && sc.Release == "" {
-		mErrs = append(mErrs, field.Required(root.Child("scrapeConfig", "release"), "the Helm release name of kube-prometheus-stack (helm list -A); its Prometheus selects ServiceMonitors labelled release: <release>"))
+	if stack := Stacks[sc.Stack]; stack.ReleaseRequired && sc.Release == "" {
+		mErrs = append(mErrs, field.Required(root.Child("scrapeConfig", "release"), stack.ReleaseMeans))
 	}
 	if sc.Release != "" {
-		if sc.Stack != metricsv1alpha1.StackKubePrometheusStack && sc.Stack != metricsv1alpha1.StackEKSAnywhere {
-			mErrs = append(mErrs, field.Forbidden(root.Child("scrapeConfig", "release"), "only for stack kube-prometheus-stack (the Helm release) or eks-anywhere (the Package name)"))
+		if !Stacks[sc.Stack].ReleaseAllowed {
+			mErrs = append(mErrs, field.Forbidden(root.Child("scrapeConfig", "release"), "only for stack "+strings.Join(releaseStacks(), " or ")))
 		}
 		for _, msg := range validation.IsDNS1123Label(sc.Release) {
 			mErrs = append(mErrs, field.Invalid(root.Child("scrapeConfig", "release"), sc.Release, msg))
@@ -155,7 +155,7 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	issuers := []string{metricsv1alpha1.CertificatesEKSAMetrics, metricsv1alpha1.CertificatesCertManager, metricsv1alpha1.CertificatesNone}
 	if v := m.TLS.Certificates; v != "" && !slices.Contains(issuers, v) {
 		mErrs = append(mErrs, field.NotSupported(root.Child("tls", "certificates"), v, issuers))
-	} else if v != "" && v != metricsv1alpha1.CertificatesNone && m.ScrapeConfig.Stack == metricsv1alpha1.StackEKSAnywhere {
+	} else if v != "" && v != metricsv1alpha1.CertificatesNone && Stacks[m.ScrapeConfig.Stack].NoCABundle {
 		mErrs = append(mErrs, field.Invalid(root.Child("tls", "certificates"), v,
 			"the curated prometheus package would need the CA bundle mounted, which eksa-metrics cannot set through the Package; use none with scrapeConfig.stack: eks-anywhere"))
 	}
@@ -423,4 +423,16 @@ func ClusterNameProblems(name string) []string {
 // path is relative to the section, e.g. "zPages".
 func (in *Input) MetricsIssue(path, detail string) Issue {
 	return Issue{Doc: DocMetrics, Field: in.MetricsRoot().String() + "." + path, Detail: detail, Warning: true}
+}
+
+// releaseStacks names the stacks that take scrapeConfig.release, with what
+// it names.
+func releaseStacks() []string {
+	var out []string
+	for _, name := range metricsv1alpha1.Stacks {
+		if Stacks[name].ReleaseAllowed {
+			out = append(out, string(name)+" ("+Stacks[name].ReleaseNames+")")
+		}
+	}
+	return out
 }

@@ -54,7 +54,7 @@ type target struct {
 func targets(c *spec.Config) []target {
 	var out []target
 	for _, comp := range components.Enabled(c) {
-		if slices.Contains(profileOf(c).scrapesItself, comp.ID) {
+		if profileOf(c).scrapesItself(comp.ID) {
 			continue
 		}
 		t := target{comp: comp, job: comp.Job, serviceNS: SystemNS, serviceName: Prefix + "-" + string(comp.ID), port: comp.PortName, scheme: "https", insecure: comp.SelfSigned, jobLabel: JobLabel}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
-
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,52 +13,21 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
-// profile is what a monitoring stack needs from eksa-metrics, as data.
-type profile struct {
-	// scrapesItself are the components the stack scrapes with monitors of its
-	// own; rendering them again would double every series.
-	scrapesItself []components.ID
-	// releaseLabel: the stack's Prometheus selects ServiceMonitors labelled
-	// release: <release> (kube-prometheus-stack).
-	releaseLabel bool
-	// discoveryNamespaces are the namespaces where the stack's Prometheus may
-	// already discover targets; elsewhere it needs a Role (kube-prometheus).
-	discoveryNamespaces []string
-	discoveryRoles      bool
-	// kpsValues: render kube-prometheus-stack values that turn off its own
-	// monitors of the components eksa-metrics exposes, keeping its alerts.
-	kpsValues bool
-	// eksaPackage: render the EKS Anywhere curated prometheus Package.
-	eksaPackage bool
-	// additionalScrapeConfigs: render the list-shaped Secret for a
-	// prometheus-operator additionalScrapeConfigs.
-	additionalScrapeConfigs bool
-}
+// profile is the stack's row of spec.Stacks.
+type profile struct{ spec.Stack }
 
-// profiles are the stacks of scrapeConfig.stack; sources in docs/guide.md.
-var profiles = map[metricsv1alpha1.Stack]profile{
-	metricsv1alpha1.StackGeneric: {},
-	// kube-prometheus-stack ships ServiceMonitors for the API server and the
-	// kubelet (with its own drop lists) and selects by the release label.
-	metricsv1alpha1.StackKubePrometheusStack: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, releaseLabel: true, kpsValues: true},
-	// kube-prometheus ships monitors for the API server and the kubelet, and
-	// discovery Roles only in default, kube-system and monitoring.
-	metricsv1alpha1.StackKubePrometheus: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, discoveryRoles: true,
-		discoveryNamespaces: []string{"default", SystemNS, "monitoring"}},
-	// The curated package's prometheus chart scrapes the API servers, the
-	// kubelets and cAdvisor by default (jobs kubernetes-api-servers,
-	// kubernetes-nodes, kubernetes-nodes-cadvisor).
-	metricsv1alpha1.StackEKSAnywhere: {scrapesItself: []components.ID{components.KubeAPIServer, components.Kubelet}, eksaPackage: true},
-	metricsv1alpha1.StackPrometheus:  {additionalScrapeConfigs: true},
-}
+func profileOf(c *spec.Config) profile { return profile{spec.Stacks[c.Stack]} }
 
-func profileOf(c *spec.Config) profile { return profiles[c.Stack] }
+// scrapesItself: the stack scrapes the component with monitors of its own.
+func (p profile) scrapesItself(id components.ID) bool {
+	return slices.Contains(p.ScrapesItself, string(id))
+}
 
 // monitorLabels are the labels every ServiceMonitor carries for the stack and
 // the metrics section.
 func (p profile) monitorLabels(c *spec.Config) map[string]string {
 	out := map[string]string{}
-	if p.releaseLabel {
+	if p.ReleaseLabel {
 		out["release"] = c.Release
 	}
 	for k, v := range c.MonitorLabels {
@@ -75,10 +42,10 @@ func (p profile) monitorLabels(c *spec.Config) map[string]string {
 func StackObjects(c *spec.Config) []Object {
 	p := profileOf(c)
 	var out []Object
-	if p.discoveryRoles {
+	if p.DiscoveryRoles {
 		out = append(out, discoveryRoles(c, p)...)
 	}
-	if p.additionalScrapeConfigs {
+	if p.AdditionalScrapeConfigs {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: AdditionalScrapeConfigsSecret, Namespace: c.MonitoringNamespace, Labels: labels(nil)},
 			Type:       corev1.SecretTypeOpaque,
@@ -102,7 +69,7 @@ const (
 func discoveryRoles(c *spec.Config, p profile) []Object {
 	var namespaces []string
 	for _, t := range targets(c) {
-		if !slices.Contains(p.discoveryNamespaces, t.serviceNS) && !slices.Contains(namespaces, t.serviceNS) {
+		if !slices.Contains(p.DiscoveryNamespaces, t.serviceNS) && !slices.Contains(namespaces, t.serviceNS) {
 			namespaces = append(namespaces, t.serviceNS)
 		}
 	}
@@ -133,7 +100,7 @@ func discoveryRoles(c *spec.Config, p profile) []Object {
 // extraScrapeConfigs is rendered twice by chart 29.11 and breaks the
 // configuration.)
 func PackageObjects(c *spec.Config) []Object {
-	if !profileOf(c).eksaPackage {
+	if !profileOf(c).EKSAPackage {
 		return nil
 	}
 	var config strings.Builder
@@ -160,7 +127,7 @@ func PackageObjects(c *spec.Config) []Object {
 // StackFiles are files of the kustomize directory that are not objects: the
 // kube-prometheus-stack values.
 func StackFiles(c *spec.Config) map[string][]byte {
-	if !profileOf(c).kpsValues {
+	if !profileOf(c).KubePrometheusStackValues {
 		return nil
 	}
 	return map[string][]byte{KubePrometheusStackValues: []byte(kpsValues(c))}

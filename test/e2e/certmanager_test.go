@@ -46,6 +46,11 @@ func TestPrometheusVerifiesCertManagerCertificates(t *testing.T) {
 	kubeconfig := c.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
 	certManager := framework.Start(t, "cert-manager", framework.Binary(t, "cert-manager-controller"), []string{"--kubeconfig", kubeconfig, "--cluster-resource-namespace", templates.CertManagerNS})
 
+	// The scraper exists before eksa-metrics asks for its token, as the
+	// monitoring stack creates it.
+	sa := r.Config.Scrapers[0]
+	c.ServiceAccount(t, sa.Namespace, sa.Name)
+
 	// What apply does: plan, the objects (the Issuers and Certificates among
 	// them), then wait for cert-manager and publish the bundle.
 	cl, err := cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: kubeconfig})
@@ -83,7 +88,7 @@ func TestPrometheusVerifiesCertManagerCertificates(t *testing.T) {
 
 	// The proxies serve what cert-manager wrote into their Secrets.
 	proxies := startProxyPods(t, c, r)
-	sa := r.Config.Scrapers[0]
+	sa = r.Config.Scrapers[0]
 	stackIdentity(t, c, sa, kpsClusterRole)
 	prometheusObject(t, c, "monitoring", "generic", sa.Name, map[string]any{
 		"serviceMonitorSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",

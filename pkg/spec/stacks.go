@@ -1,0 +1,130 @@
+package spec
+
+import (
+	"strings"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+)
+
+// Stack is what eksa-metrics knows of a monitoring stack (a value of
+// scrapeConfig.stack): its defaults, its Prometheus identity, and what is
+// rendered for it. Stacks has one row per stack; adding a stack is adding a
+// row (and its recipe in docs/guide.md). Sources in docs/reference.md,
+// "Monitoring stacks".
+type Stack struct {
+	// ServiceMonitors and File are the defaults of scrapeConfig.serviceMonitors
+	// and scrapeConfig.prometheus.
+	ServiceMonitors, File bool
+	// Namespace is the default of scrapeConfig.namespace.
+	Namespace string
+	// Release: whether scrapeConfig.release is required, or may be set, and
+	// its default.
+	ReleaseRequired, ReleaseAllowed bool
+	DefaultRelease                  string
+	// ReleaseNames says what the release names; ReleaseMeans, where it is
+	// required, how to find it.
+	ReleaseNames, ReleaseMeans string
+	// Scraper is the ServiceAccount the stack's Prometheus runs as, from the
+	// release and the namespace; nil when the stack has no fixed one.
+	Scraper func(release, namespace string) *metricsv1alpha1.Scraper
+	// NoCABundle: eksa-metrics cannot have the stack mount the CA bundle, so
+	// its scrapes of the proxies skip verification (tls.certificates
+	// defaults to none, and eksa-metrics or cert-manager is refused).
+	NoCABundle bool
+
+	// ScrapesItself are the components (components.ID) the stack scrapes
+	// with monitors of its own; rendering them again would double every
+	// series.
+	ScrapesItself []string
+	// ReleaseLabel: the stack's Prometheus selects ServiceMonitors labelled
+	// release: <release>.
+	ReleaseLabel bool
+	// DiscoveryRoles: render Roles that let the scrapers discover targets in
+	// the namespaces other than DiscoveryNamespaces, where the stack grants
+	// nothing.
+	DiscoveryRoles      bool
+	DiscoveryNamespaces []string
+	// KubePrometheusStackValues: render the chart values that turn off its
+	// own monitors of the components eksa-metrics exposes.
+	KubePrometheusStackValues bool
+	// EKSAPackage: render the EKS Anywhere curated prometheus Package.
+	EKSAPackage bool
+	// AdditionalScrapeConfigs: render the list-shaped Secret a
+	// prometheus-operator Prometheus names in additionalScrapeConfigs.
+	AdditionalScrapeConfigs bool
+	// MonitorsAlone: the stack's Prometheus selects the ServiceMonitors by
+	// itself, so a render with ServiceMonitors and no file still plugs in.
+	MonitorsAlone bool
+}
+
+// Stacks are the monitoring stacks of scrapeConfig.stack, by name ("" is no
+// stack: ServiceMonitors and the plain file for every component).
+var Stacks = map[metricsv1alpha1.Stack]Stack{
+	metricsv1alpha1.StackGeneric: {ServiceMonitors: true, File: true, Namespace: "monitoring"},
+	// kube-prometheus-stack ships ServiceMonitors for the API server and the
+	// kubelet (with its own drop lists) and selects by the release label.
+	metricsv1alpha1.StackKubePrometheusStack: {ServiceMonitors: true, Namespace: "monitoring",
+		ReleaseRequired: true, ReleaseAllowed: true, ReleaseNames: "the Helm release", ReleaseMeans: "the Helm release name of kube-prometheus-stack (helm list -A); its Prometheus selects ServiceMonitors labelled release: <release>",
+		Scraper: func(release, ns string) *metricsv1alpha1.Scraper {
+			if release == "" {
+				return nil
+			}
+			return serviceAccount(KubePrometheusStackFullname(release)+"-prometheus", ns)
+		},
+		ScrapesItself: []string{"kube-apiserver", "kubelet"}, ReleaseLabel: true, KubePrometheusStackValues: true, MonitorsAlone: true},
+	// kube-prometheus ships monitors for the API server and the kubelet, and
+	// discovery Roles only in default, kube-system and monitoring.
+	metricsv1alpha1.StackKubePrometheus: {ServiceMonitors: true, Namespace: "monitoring",
+		Scraper:       func(_, ns string) *metricsv1alpha1.Scraper { return serviceAccount("prometheus-k8s", ns) },
+		ScrapesItself: []string{"kube-apiserver", "kubelet"}, DiscoveryRoles: true, DiscoveryNamespaces: []string{"default", "kube-system", "monitoring"}, MonitorsAlone: true},
+	// The curated package's prometheus chart scrapes the API servers, the
+	// kubelets and cAdvisor by default (jobs kubernetes-api-servers,
+	// kubernetes-nodes, kubernetes-nodes-cadvisor).
+	metricsv1alpha1.StackEKSAnywhere: {Namespace: "observability",
+		ReleaseAllowed: true, ReleaseNames: "the Package name", DefaultRelease: metricsv1alpha1.DefaultEKSAPackageRelease,
+		Scraper: func(release, ns string) *metricsv1alpha1.Scraper {
+			// The prometheus chart's server fullname: <release>-server when
+			// the release name contains "prometheus", else
+			// <release>-prometheus-server.
+			name := release + "-prometheus-server"
+			if strings.Contains(release, "prometheus") {
+				name = release + "-server"
+			}
+			return serviceAccount(truncate(name, 63), ns)
+		},
+		NoCABundle: true, ScrapesItself: []string{"kube-apiserver", "kubelet"}, EKSAPackage: true},
+	metricsv1alpha1.StackPrometheus: {File: true, Namespace: "monitoring", AdditionalScrapeConfigs: true},
+}
+
+func serviceAccount(name, namespace string) *metricsv1alpha1.Scraper {
+	return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: name, Namespace: namespace}
+}
+
+// StackScraper is the ServiceAccount a stack's Prometheus runs as, or nil
+// when the stack has no fixed one (or needs the release name to know it).
+func StackScraper(stack metricsv1alpha1.Stack, release, namespace string) *metricsv1alpha1.Scraper {
+	if s := Stacks[stack]; s.Scraper != nil {
+		return s.Scraper(release, namespace)
+	}
+	return nil
+}
+
+// KubePrometheusStackFullname is the chart's fullname helper for a release
+// (kube-prometheus-stack _helpers.tpl): the release name when it contains the
+// chart name, else "<release>-kube-prometheus-stack", cut to 26 characters
+// and a trailing "-".
+func KubePrometheusStackFullname(release string) string {
+	const chart = "kube-prometheus-stack"
+	name := release + "-" + chart
+	if strings.Contains(release, chart) {
+		name = release
+	}
+	return strings.TrimSuffix(truncate(name, 26), "-")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
