@@ -38,8 +38,22 @@ func (a *Applier) clusterFor(t render.Destination) *Cluster {
 // Plan reads the live state and returns one step per object.
 func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 	var steps []*Step
+	serviceAccounts := map[*Cluster]map[string]bool{}
 	for _, o := range a.Result.Objects {
-		s, err := a.clusterFor(o.Destination).PlanObject(ctx, o.Object)
+		if o.Kind() == "ServiceAccount" {
+			c := a.clusterFor(o.Destination)
+			if serviceAccounts[c] == nil {
+				serviceAccounts[c] = map[string]bool{}
+			}
+			serviceAccounts[c][o.Namespace()+"/"+o.Name()] = true
+		}
+	}
+	for _, o := range a.Result.Objects {
+		c := a.clusterFor(o.Destination)
+		if err := c.checkTokenSecret(ctx, o.Object, serviceAccounts[c]); err != nil {
+			return nil, err
+		}
+		s, err := c.PlanObject(ctx, o.Object)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,12 +10,20 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// mappedGroups are the API groups whose kinds eksa-metrics writes, prunes,
-// watches or asks about by kind (everything else it reads through typed
-// clients). A connection's RESTMapper holds these groups alone, not the
-// whole discovery of a cluster that may serve hundreds of kinds: the
+// mappedGroups and mappedKinds are the API groups and kinds eksa-metrics
+// writes, prunes, watches or asks about by kind (everything else it reads
+// through typed clients). A connection's RESTMapper holds these alone, not
+// the whole discovery of a cluster that may serve hundreds of kinds: the
 // controller holds a connection per workload cluster of its fleet.
-// TestMappedGroupsCoverWhatIsRendered keeps the list whole.
+// TestMappedGroupsCoverWhatIsRendered keeps the lists whole.
+var mappedKinds = []string{
+	"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+	"ServiceAccount", "ConfigMap", "Secret", "Service", "Namespace",
+	"DaemonSet", "Deployment",
+	"ServiceMonitor", "Package", "Certificate", "Issuer", "ClusterIssuer",
+	"KubeadmControlPlane", "Cluster", "MetricsConfig",
+}
+
 var mappedGroups = []string{
 	"", "apps", "rbac.authorization.k8s.io",
 	"monitoring.coreos.com", "cert-manager.io", "packages.eks.amazonaws.com",
@@ -50,9 +59,17 @@ func (d *mappedDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*met
 		}
 	}
 	for _, r := range rs {
-		if gv, perr := schema.ParseGroupVersion(r.GroupVersion); perr == nil && slices.Contains(mappedGroups, gv.Group) {
-			resources = append(resources, r)
+		gv, perr := schema.ParseGroupVersion(r.GroupVersion)
+		if perr != nil || !slices.Contains(mappedGroups, gv.Group) {
+			continue
 		}
+		kept := &metav1.APIResourceList{TypeMeta: r.TypeMeta, GroupVersion: r.GroupVersion}
+		for _, res := range r.APIResources {
+			if slices.Contains(mappedKinds, res.Kind) && !strings.Contains(res.Name, "/") {
+				kept.APIResources = append(kept.APIResources, res)
+			}
+		}
+		resources = append(resources, kept)
 	}
 	d.mu.Lock()
 	d.fresh = true

@@ -20,9 +20,10 @@ import (
 // cluster does not serve it". Rendered: the examples with every stack and
 // both certificate issuers.
 func TestMappedGroupsCoverWhatIsRendered(t *testing.T) {
-	groups := map[string]string{}
+	groups, kinds := map[string]string{}, map[string]string{}
 	for _, gvk := range cluster.PrunableGroupVersionKinds {
 		groups[gvk.Group] = gvk.Kind + " (pruned)"
+		kinds[gvk.Kind] = "pruned"
 	}
 	examples, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(examples) == 0 {
@@ -53,10 +54,12 @@ func TestMappedGroupsCoverWhatIsRendered(t *testing.T) {
 					apiVersion, _ := o.Object["apiVersion"].(string)
 					gv, _ := schema.ParseGroupVersion(apiVersion)
 					groups[gv.Group] = o.Kind() + " (rendered)"
+					kinds[o.Kind()] = "rendered"
 				}
 				if r.Change.APIVersion != "" {
 					gv, _ := schema.ParseGroupVersion(r.Change.APIVersion)
 					groups[gv.Group] = "KubeadmControlPlane (edited)"
+					kinds["KubeadmControlPlane"] = "edited"
 				}
 			}
 		}
@@ -64,6 +67,14 @@ func TestMappedGroupsCoverWhatIsRendered(t *testing.T) {
 	for g, why := range groups {
 		if !slices.Contains(cluster.MappedGroups, g) {
 			t.Errorf("group %q (%s) is not in mappedGroups", g, why)
+		}
+	}
+	// Asked about by the controller's preflight: the EKS-A Cluster and the
+	// MetricsConfig.
+	kinds["Cluster"], kinds["MetricsConfig"] = "preflight", "preflight"
+	for k, why := range kinds {
+		if !slices.Contains(cluster.MappedKinds, k) {
+			t.Errorf("kind %s (%s) is not in mappedKinds", k, why)
 		}
 	}
 	if len(groups) < 6 {

@@ -5,3 +5,6 @@ var MappedGroups = mappedGroups
 
 // PrunableGroupVersionKinds is prunable.
 var PrunableGroupVersionKinds = prunable
+
+// MappedKinds is mappedKinds.
+var MappedKinds = mappedKinds

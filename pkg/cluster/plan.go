@@ -89,9 +89,6 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	}
 	s.mapping = m
 	u := unstructured.Unstructured{Object: obj}
-	if err := c.checkTokenSecret(ctx, &u); err != nil {
-		return nil, err
-	}
 	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && u.GetKind() == "KubeadmControlPlane":
@@ -140,9 +137,11 @@ func ownsByApply(live *unstructured.Unstructured) bool {
 
 // normalize gives numbers and nested values one representation (JSON's).
 // checkTokenSecret refuses, before anything is written, a token Secret
-// whose ServiceAccount does not exist: kube-controller-manager deletes such
-// a Secret as soon as it is created.
-func (c *Cluster) checkTokenSecret(ctx context.Context, u *unstructured.Unstructured) error {
+// whose ServiceAccount neither exists nor is rendered with it (rendered:
+// namespace/name of the ServiceAccounts the same apply creates first):
+// kube-controller-manager deletes such a Secret as soon as it is created.
+func (c *Cluster) checkTokenSecret(ctx context.Context, obj map[string]any, rendered map[string]bool) error {
+	u := unstructured.Unstructured{Object: obj}
 	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
 		return nil
 	}
@@ -150,6 +149,9 @@ func (c *Cluster) checkTokenSecret(ctx context.Context, u *unstructured.Unstruct
 		return nil
 	}
 	sa := u.GetAnnotations()[corev1.ServiceAccountNameKey]
+	if rendered[u.GetNamespace()+"/"+sa] {
+		return nil
+	}
 	_, err := c.Core.CoreV1().ServiceAccounts(u.GetNamespace()).Get(ctx, sa, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
