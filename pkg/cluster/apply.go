@@ -38,22 +38,8 @@ func (a *Applier) clusterFor(t render.Destination) *Cluster {
 // Plan reads the live state and returns one step per object.
 func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 	var steps []*Step
-	serviceAccounts := map[*Cluster]map[string]bool{}
 	for _, o := range a.Result.Objects {
-		if o.Kind() == "ServiceAccount" {
-			c := a.clusterFor(o.Destination)
-			if serviceAccounts[c] == nil {
-				serviceAccounts[c] = map[string]bool{}
-			}
-			serviceAccounts[c][o.Namespace()+"/"+o.Name()] = true
-		}
-	}
-	for _, o := range a.Result.Objects {
-		c := a.clusterFor(o.Destination)
-		if err := c.checkTokenSecret(ctx, o.Object, serviceAccounts[c]); err != nil {
-			return nil, err
-		}
-		s, err := c.PlanObject(ctx, o.Object)
+		s, err := a.clusterFor(o.Destination).PlanObject(ctx, o.Object)
 		if err != nil {
 			return nil, err
 		}
@@ -263,6 +249,9 @@ func (e *ConflictError) Error() string {
 
 // Execute sends every step that is not unchanged, in order.
 func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOptions) error {
+	if err := a.checkTokenSecrets(ctx, steps); err != nil {
+		return err
+	}
 	for _, s := range steps {
 		if s.Action == Unchanged || s.Action == Skip {
 			continue
@@ -451,4 +440,29 @@ func kcpRolledOut(kcp *unstructured.Unstructured) (bool, string) {
 		upToDate, ready = nested(kcp, "status", "upToDateReplicas"), nested(kcp, "status", "availableReplicas")
 	}
 	return observed && upToDate == replicas && ready == replicas, fmt.Sprintf("%d of %d machines up to date, %d ready", upToDate, replicas, ready)
+}
+
+// checkTokenSecrets refuses, before anything is written, to create or
+// update a token Secret whose ServiceAccount neither exists nor is created
+// by the same apply (checkTokenSecret).
+func (a *Applier) checkTokenSecrets(ctx context.Context, steps []*Step) error {
+	serviceAccounts := map[*Cluster]map[string]bool{}
+	for _, o := range a.Result.Objects {
+		if o.Kind() == "ServiceAccount" {
+			c := a.clusterFor(o.Destination)
+			if serviceAccounts[c] == nil {
+				serviceAccounts[c] = map[string]bool{}
+			}
+			serviceAccounts[c][o.Namespace()+"/"+o.Name()] = true
+		}
+	}
+	for _, s := range steps {
+		if s.Action != Create && s.Action != Update {
+			continue
+		}
+		if err := s.Cluster.checkTokenSecret(ctx, s.Object, serviceAccounts[s.Cluster]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -112,6 +112,7 @@ func TestApplySurvivesEKSAReconcileAndConverges(t *testing.T) {
 			ctx := context.Background()
 			cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
 			cp.InstallCRDs(t, tc.capi)
+			cp.ServiceAccount(t, "monitoring", "prometheus-k8s") // the scraper, as its stack creates it
 			kubeconfig := cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
 			eksa := eksaKCP(t, tc.rendered, tc.capi)
 			if err := cp.Apply(ctx, "eks-a-controller", true, eksa); err != nil {

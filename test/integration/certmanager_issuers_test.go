@@ -76,7 +76,7 @@ func TestApplyMovesCertManagerToNamespacedIssuers(t *testing.T) {
 	if !oldPool.AppendCertsFromPEM(oldCA.Data[corev1.TLSCertKey]) {
 		t.Fatal("the old CA holds no certificate")
 	}
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	oldBundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: templates.ServingCA, Namespace: "monitoring",

@@ -155,7 +155,7 @@ func TestKubeconfigSecretPluginsAndFilesAreRefused(t *testing.T) {
 				{"verify", "-f", workloadSpec, "--kubeconfig", kubeconfig},
 			} {
 				code, stdout, stderr := eksaMetrics(args...)
-				if code != cli.ExitInvalid || stdout != "" || !strings.HasPrefix(stderr, "Error: "+source+tc.says) ||
+				if code != cli.ExitInvalid || stdout != "" || !strings.Contains(stderr, "\nError: "+source+tc.says) && !strings.HasPrefix(stderr, "Error: "+source+tc.says) ||
 					!strings.Contains(stderr, "Write inline credentials into the Secret, as Cluster API does") ||
 					!strings.Contains(stderr, "if you trust everyone who can write Secrets in eksa-system, pass --insecure-kubeconfig-secrets") {
 					t.Errorf("%s: exit %d, stdout %q, stderr:\n%s", args[0], code, stdout, stderr)

@@ -24,6 +24,11 @@ func dockerManagementCluster(t *testing.T) (*framework.ControlPlane, string) {
 	if err := cp.Apply(context.Background(), "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", "v1beta2")); err != nil {
 		t.Fatal(err)
 	}
+	// The scrapers the tests' specs name, as the monitoring stack creates
+	// them before eksa-metrics is applied (apply refuses a token Secret for
+	// a ServiceAccount that does not exist).
+	cp.ServiceAccount(t, "monitoring", "prometheus")
+	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
 	return cp, cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters")
 }
 

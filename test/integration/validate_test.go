@@ -123,10 +123,12 @@ func TestValidateOnline(t *testing.T) {
 	if code != cli.ExitInvalid || res["drift"].Status != validate.Fail || res["scraper-identities"].Status != validate.Fail || res["management-components"].Status != validate.Pass {
 		t.Fatalf("before apply: exit %d drift=%+v scrapers=%+v management=%+v", code, res["drift"], res["scraper-identities"], res["management-components"])
 	}
+	// The scraper exists before apply asks for its token, as its stack
+	// creates it.
+	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
 	if code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
 		t.Fatalf("apply: %d\n%s", code, stderr)
 	}
-	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
 	code, res, _ = runValidate(t, "-f", p, "--kubeconfig", kubeconfig)
 	for name, want := range map[string]validate.Status{"drift": validate.Pass, "scraper-identities": validate.Pass, "prometheus-operator-crds": validate.Pass,
 		"cluster-not-paused": validate.Skipped, "management-components": validate.Pass} {
