@@ -249,9 +249,6 @@ func (e *ConflictError) Error() string {
 
 // Execute sends every step that is not unchanged, in order.
 func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOptions) error {
-	if err := a.checkTokenSecrets(ctx, steps); err != nil {
-		return err
-	}
 	for _, s := range steps {
 		if s.Action == Unchanged || s.Action == Skip {
 			continue
@@ -442,10 +439,10 @@ func kcpRolledOut(kcp *unstructured.Unstructured) (bool, string) {
 	return observed && upToDate == replicas && ready == replicas, fmt.Sprintf("%d of %d machines up to date, %d ready", upToDate, replicas, ready)
 }
 
-// checkTokenSecrets refuses, before anything is written, to create or
-// update a token Secret whose ServiceAccount neither exists nor is created
-// by the same apply (checkTokenSecret).
-func (a *Applier) checkTokenSecrets(ctx context.Context, steps []*Step) error {
+// CheckTokenSecrets refuses to create or update a token Secret whose
+// ServiceAccount neither exists nor is created by the same apply
+// (checkTokenSecret); the engine calls it before anything is written.
+func (a *Applier) CheckTokenSecrets(ctx context.Context, steps []*Step) error {
 	serviceAccounts := map[*Cluster]map[string]bool{}
 	for _, o := range a.Result.Objects {
 		if o.Kind() == "ServiceAccount" {

@@ -89,10 +89,16 @@ func Apply(ctx context.Context, cl *Clusters, r *render.Result, steps []*cluster
 			return &RolloutRefusedError{Cluster: r.Config.ClusterName}
 		}
 	}
+	// Before anything is written: a scraper token Secret whose
+	// ServiceAccount is missing is refused.
+	a := applier(cl, r)
+	if err := a.CheckTokenSecrets(ctx, steps); err != nil {
+		return err
+	}
 	if err := cl.Workload.ExecuteCertificates(ctx, opts.Certificates, opts.DryRun, opts.Report); err != nil {
 		return err
 	}
-	err := applier(cl, r).Execute(ctx, steps, cluster.ExecuteOptions{DryRun: opts.DryRun, ForceConflicts: opts.ForceConflicts, Report: opts.Report})
+	err := a.Execute(ctx, steps, cluster.ExecuteOptions{DryRun: opts.DryRun, ForceConflicts: opts.ForceConflicts, Report: opts.Report})
 	if err != nil || opts.DryRun || !cluster.Pending(opts.Certificates) {
 		return err
 	}
