@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"strings"
 	"time"
 
@@ -460,6 +461,33 @@ func (a *Applier) CheckTokenSecrets(ctx context.Context, steps []*Step) error {
 		if err := s.Cluster.checkTokenSecret(ctx, s.Object, serviceAccounts[s.Cluster]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkTokenSecret refuses, before anything is written, a token Secret
+// whose ServiceAccount neither exists nor is rendered with it (rendered:
+// namespace/name of the ServiceAccounts the same apply creates first):
+// kube-controller-manager deletes such a Secret as soon as it is created.
+func (c *Cluster) checkTokenSecret(ctx context.Context, obj map[string]any, rendered map[string]bool) error {
+	u := unstructured.Unstructured{Object: obj}
+	if u.GetAPIVersion() != "v1" || u.GetKind() != "Secret" {
+		return nil
+	}
+	if t, _, _ := unstructured.NestedString(u.Object, "type"); t != string(corev1.SecretTypeServiceAccountToken) {
+		return nil
+	}
+	sa := u.GetAnnotations()[corev1.ServiceAccountNameKey]
+	if rendered[u.GetNamespace()+"/"+sa] {
+		return nil
+	}
+	_, err := c.Core.CoreV1().ServiceAccounts(u.GetNamespace()).Get(ctx, sa, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("Secret %s/%s asks kube-controller-manager for a token of the scraper ServiceAccount %s/%s, which the %s does not have (kube-controller-manager would delete the Secret): install the monitoring stack that creates it (or create it) and apply again, or name in scrapers the ServiceAccount your Prometheus runs as",
+			u.GetNamespace(), u.GetName(), u.GetNamespace(), sa, c)
+	case err != nil:
+		return fmt.Errorf("reading ServiceAccount %s/%s from the %s: %w", u.GetNamespace(), sa, c, err)
 	}
 	return nil
 }
