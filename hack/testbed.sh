@@ -15,13 +15,19 @@ PROMETHEUS_VERSION=v0.316.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 CONTROLLER_TOOLS_VERSION=v0.21.0 # the one built on Kubernetes 0.36, like the rest
 CERT_MANAGER_VERSION=v1.20.2 # the release EKS Anywhere v0.26 ships
+# The agents that are not a Prometheus server: the OpenTelemetry Collector
+# (core, its v1 modules, contrib: one release) and VictoriaMetrics' vmagent.
+OTELCOL_VERSION=v0.165.0
+OTELCOL_CONTRIB_VERSION=v0.165.1
+OTELCOL_STABLE_VERSION=v1.71.0
+VMAGENT_VERSION=v1.151.0
 JOBS="${TESTBED_JOBS:-2}"
 
 builds=()
 for v in "${KUBE_VERSIONS[@]}"; do builds+=("build-kubernetes.sh ${v}"); done
-builds+=("build-prometheus.sh ${PROMETHEUS_VERSION}" "build-cluster-api.sh ${CLUSTER_API_VERSION}"
+builds+=("build-prometheus.sh ${PROMETHEUS_VERSION}" "build-otelcol.sh ${OTELCOL_VERSION} ${OTELCOL_CONTRIB_VERSION} ${OTELCOL_STABLE_VERSION}" "build-cluster-api.sh ${CLUSTER_API_VERSION}"
   "build-prometheus-operator.sh ${PROMETHEUS_OPERATOR_VERSION}" "build-etcd.sh ${ETCD_VERSION}"
-  "build-cert-manager.sh ${CERT_MANAGER_VERSION}" "build-kube-rbac-proxy.sh ${KUBE_RBAC_PROXY_VERSION}"
+  "build-cert-manager.sh ${CERT_MANAGER_VERSION}" "build-vmagent.sh ${VMAGENT_VERSION}" "build-kube-rbac-proxy.sh ${KUBE_RBAC_PROXY_VERSION}"
   "build-controller-gen.sh ${CONTROLLER_TOOLS_VERSION}")
 
 LOGS="$(mktemp -d)"

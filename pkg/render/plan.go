@@ -112,7 +112,8 @@ func (r *Result) PlanMarkdown() string {
 		}
 		b.WriteString("\n")
 		for _, name := range sortedFiles(r.Files) {
-			fmt.Fprintf(&b, "- %s is not an object: merge it into the %s release %q (%s).\n", code("prometheus/"+name), esc(string(c.Stack)), c.Release, code("helm upgrade "+c.Release+" ... --reuse-values -f "+name))
+			what, command := templates.StackFileUse(c, name)
+			fmt.Fprintf(&b, "- %s is not applied: %s (%s).\n", code("prometheus/"+name), esc(what), code(command))
 		}
 		b.WriteString("\n")
 	}

@@ -186,6 +186,9 @@ func excludeIssues(in *spec.Input, c *spec.Config) spec.Issues {
 // ServiceMonitors may rightly be none.
 func (r *Result) scrapeIssues(in *spec.Input) spec.Issues {
 	c := r.Config
+	if spec.Stacks[c.Stack].ConfigFileScrapes && len(r.Files) > 0 {
+		return nil
+	}
 	for _, o := range r.Objects {
 		switch o.Kind() {
 		case "ServiceMonitor", "PodMonitor", "Package":
@@ -200,7 +203,7 @@ func (r *Result) scrapeIssues(in *spec.Input) spec.Issues {
 		return nil
 	}
 	why := "no component is enabled"
-	if !c.ServiceMonitors && !c.PrometheusConfig && !spec.Stacks[c.Stack].EKSAPackage {
+	if !c.ServiceMonitors && !c.PrometheusConfig && !spec.Stacks[c.Stack].RendersConfiguration() {
 		why = "scrapeConfig.serviceMonitors and scrapeConfig.prometheus are both false"
 	}
 	return spec.Issues{in.MetricsIssue("scrapeConfig", "renders no scrape configuration ("+why+"): no Prometheus is told to scrape what eksa-metrics exposes; turn serviceMonitors or prometheus on, or set the stack that scrapes the cluster")}

@@ -44,9 +44,14 @@ type Stack struct {
 	// nothing.
 	DiscoveryRoles      bool
 	DiscoveryNamespaces []string
-	// KubePrometheusStackValues: render the chart values that turn off its
-	// own monitors of the components eksa-metrics exposes.
-	KubePrometheusStackValues bool
+	// ConfigFile names the file of the stack's own configuration that
+	// eksa-metrics renders beside the objects, for the user to complete or
+	// merge (templates.StackFiles renders it): kube-prometheus-stack values,
+	// the ADOT Package, an OpenTelemetryCollector.
+	ConfigFile string
+	// ConfigFileScrapes: ConfigFile carries the scrape jobs (the stack reads
+	// neither ServiceMonitors nor the plain file).
+	ConfigFileScrapes bool
 	// EKSAPackage: render the EKS Anywhere curated prometheus Package.
 	EKSAPackage bool
 	// AdditionalScrapeConfigs: render the list-shaped Secret a
@@ -71,7 +76,7 @@ var Stacks = map[metricsv1alpha1.Stack]Stack{
 			}
 			return serviceAccount(KubePrometheusStackFullname(release)+"-prometheus", ns)
 		},
-		ScrapesItself: []string{"kube-apiserver", "kubelet"}, ReleaseLabel: true, KubePrometheusStackValues: true, MonitorsAlone: true},
+		ScrapesItself: []string{"kube-apiserver", "kubelet"}, ReleaseLabel: true, ConfigFile: "kube-prometheus-stack-values.yaml", MonitorsAlone: true},
 	// kube-prometheus ships monitors for the API server and the kubelet, and
 	// discovery Roles only in default, kube-system and monitoring.
 	metricsv1alpha1.StackKubePrometheus: {ServiceMonitors: true, Namespace: "monitoring",
@@ -94,7 +99,39 @@ var Stacks = map[metricsv1alpha1.Stack]Stack{
 		},
 		NoCABundle: true, ScrapesItself: []string{"kube-apiserver", "kubelet"}, EKSAPackage: true},
 	metricsv1alpha1.StackPrometheus: {File: true, Namespace: "monitoring", AdditionalScrapeConfigs: true},
+	// EKS Anywhere's curated ADOT package runs the OpenTelemetry Collector
+	// chart, which reads no ServiceMonitor: the Package's collector
+	// configuration carries the scrape jobs, and the collector pod scrapes
+	// with its own ServiceAccount (named in the rendered values).
+	metricsv1alpha1.StackADOT: {Namespace: "observability",
+		ReleaseAllowed: true, ReleaseNames: "the Package name", DefaultRelease: metricsv1alpha1.DefaultADOTPackageRelease,
+		Scraper:    func(release, ns string) *metricsv1alpha1.Scraper { return serviceAccount(release, ns) },
+		ConfigFile: "adot-package.yaml", ConfigFileScrapes: true},
+	// The OpenTelemetry Operator's Target Allocator reads ServiceMonitors
+	// (and refuses file references with denyFSAccessThroughSMs); the
+	// collectors run as <name>-collector.
+	metricsv1alpha1.StackOpenTelemetryOperator: {ServiceMonitors: true, Namespace: "opentelemetry",
+		ReleaseRequired: true, ReleaseAllowed: true, ReleaseNames: "the OpenTelemetryCollector name", ReleaseMeans: "the name of the OpenTelemetryCollector whose Target Allocator reads the ServiceMonitors; its collectors run as the ServiceAccount <name>-collector",
+		Scraper: func(release, ns string) *metricsv1alpha1.Scraper {
+			return serviceAccount(truncate(release+"-collector", 63), ns)
+		},
+		ConfigFile: "opentelemetry-collector.yaml", MonitorsAlone: true},
+	// The VictoriaMetrics operator converts ServiceMonitors into
+	// VMServiceScrapes; a vmagent without it reads the plain scrape file.
+	// An operator VMAgent <name> runs as vmagent-<name>.
+	metricsv1alpha1.StackVictoriaMetrics: {ServiceMonitors: true, File: true, Namespace: "monitoring",
+		ReleaseAllowed: true, ReleaseNames: "the VMAgent name",
+		Scraper: func(release, ns string) *metricsv1alpha1.Scraper {
+			if release == "" {
+				return nil
+			}
+			return serviceAccount(truncate("vmagent-"+release, 63), ns)
+		}},
 }
+
+// RendersConfiguration: the stack's scrape configuration is rendered even
+// without ServiceMonitors or the plain file (a Package, a collector file).
+func (s Stack) RendersConfiguration() bool { return s.EKSAPackage || s.ConfigFileScrapes }
 
 func serviceAccount(name, namespace string) *metricsv1alpha1.Scraper {
 	return &metricsv1alpha1.Scraper{Kind: metricsv1alpha1.ScraperServiceAccount, Name: name, Namespace: namespace}

@@ -128,6 +128,11 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	for _, w := range scraperWarns {
 		warn(DocMetrics, w.path, "%s", w.detail)
 	}
+	if Stacks[sc.Stack].ConfigFileScrapes && c.TokenServiceAccount == "" && len(scraperErrs) == 0 {
+		mErrs = append(mErrs, field.Required(root.Child("scrapers"), fmt.Sprintf(
+			"stack %s runs its collector as a ServiceAccount of namespace %s, and no scraper is one: list it, {kind: ServiceAccount, name: <name>, namespace: %s}, or leave scrapers out (the default is %s)",
+			sc.Stack, c.MonitoringNamespace, c.MonitoringNamespace, c.Release)))
+	}
 	credentials := []metricsv1alpha1.Credentials{metricsv1alpha1.CredentialsSecret, metricsv1alpha1.CredentialsFile}
 	noTokenSecret := fmt.Sprintf("the ServiceMonitors in namespace %[1]s can reference only the token Secret of a ServiceAccount of %[1]s (a ServiceMonitor reads Secrets of its own namespace), and no scraper is one: add the ServiceAccount your Prometheus runs as, {kind: ServiceAccount, name: <name>, namespace: %[1]s}, to scrapers", c.MonitoringNamespace)
 	switch v := sc.Credentials; {

@@ -124,13 +124,40 @@ func PackageObjects(c *spec.Config) []Object {
 	}}
 }
 
-// StackFiles are files of the kustomize directory that are not objects: the
-// kube-prometheus-stack values.
+// StackFiles are files of the kustomize directory that are not applied: the
+// stack's own configuration (spec.Stack.ConfigFile), for the user to merge
+// or complete.
 func StackFiles(c *spec.Config) map[string][]byte {
-	if !profileOf(c).KubePrometheusStackValues {
+	name := profileOf(c).ConfigFile
+	if name == "" {
 		return nil
 	}
-	return map[string][]byte{KubePrometheusStackValues: []byte(kpsValues(c))}
+	return map[string][]byte{name: []byte(configFiles[name].render(c))}
+}
+
+// StackFileUse says what the user does with a file of StackFiles, and the
+// command that does it.
+func StackFileUse(c *spec.Config, name string) (what, command string) {
+	return configFiles[name].use(c, name)
+}
+
+// configFile renders one spec.Stack.ConfigFile and says how it is used.
+type configFile struct {
+	render func(*spec.Config) string
+	use    func(c *spec.Config, name string) (what, command string)
+}
+
+// configFiles are the spec.Stack.ConfigFile values.
+var configFiles = map[string]configFile{
+	KubePrometheusStackValues: {kpsValues, func(c *spec.Config, name string) (string, string) {
+		return fmt.Sprintf("merge it into the values of the kube-prometheus-stack release %q", c.Release), "helm upgrade " + c.Release + " ... --reuse-values -f " + name
+	}},
+	ADOTPackageFile: {adotPackage, func(c *spec.Config, name string) (string, string) {
+		return "complete its remote-write exporter (endpoint and region), then create the ADOT Package on the management cluster", "eksctl anywhere create packages -f " + name
+	}},
+	OpenTelemetryCollectorFile: {otelCollector, func(c *spec.Config, name string) (string, string) {
+		return "complete its remote-write exporter, then create the OpenTelemetryCollector in the workload cluster", "kubectl apply -f " + name
+	}},
 }
 
 // KubePrometheusStackValues is the values file for kube-prometheus-stack.

@@ -27,6 +27,12 @@ func TestStacksAreOneTable(t *testing.T) {
 		if row.Namespace == "" {
 			t.Errorf("stack %q has no default namespace", name)
 		}
+		if _, ok := configFiles[row.ConfigFile]; row.ConfigFile != "" && !ok {
+			t.Errorf("stack %q has config file %q, which nothing renders", name, row.ConfigFile)
+		}
+		if row.ConfigFileScrapes && row.ConfigFile == "" {
+			t.Errorf("stack %q: its config file scrapes, but it has none", name)
+		}
 		if row.ReleaseRequired && !row.ReleaseAllowed || row.ReleaseAllowed && row.ReleaseNames == "" {
 			t.Errorf("stack %q: release required %t, allowed %t, names %q", name, row.ReleaseRequired, row.ReleaseAllowed, row.ReleaseNames)
 		}

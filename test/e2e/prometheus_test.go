@@ -172,6 +172,7 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 	if extras {
 		t.Logf("API server reviews per scrape:\n%s", measureReviewLoad(t, c))
 		runs = append(runs, otherStacks(t, c, worker, minor, mode)...)
+		runs = append(runs, scrapingAgents(t, c, worker, minor, mode)...)
 		breakIt(t, c, worker, generic, vr, proxies)
 		verifyBreaks(t, c, vr, proxies)
 	}
@@ -286,10 +287,11 @@ func expected(c *framework.Cluster, r *render.Result, skip ...components.ID) map
 
 // scraped is expected() for a render: what the stack does not scrape itself.
 func scraped(c *framework.Cluster, r *render.Result) map[string]int {
-	if r.Config.Stack == metricsv1alpha1.StackGeneric || r.Config.Stack == metricsv1alpha1.StackPrometheus {
-		return expected(c, r)
+	var skip []components.ID
+	for _, id := range spec.Stacks[r.Config.Stack].ScrapesItself {
+		skip = append(skip, components.ID(id))
 	}
-	return expected(c, r, components.KubeAPIServer, components.Kubelet)
+	return expected(c, r, skip...)
 }
 
 // scrapeAndCheck runs Prometheus with a configuration and checks, through

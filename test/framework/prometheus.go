@@ -155,10 +155,45 @@ func writeFile(t testing.TB, path, content string) {
 // (relative to the configuration's directory) sit next to it, as
 // scrape_config_files would; those with an absolute path are mounted there
 // (PrometheusMounts).
-func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace, serviceAccount, config string, extra map[string]string) *Prometheus {
+func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace, serviceAccount, config string, extra map[string]string, args ...string) *Prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "prometheus.yml"), config)
+	addr := fmt.Sprintf("%s:%d", node.Host.IP, port)
+	p := &Prometheus{URL: "http://" + addr, Dir: dir}
+	p.Proc = c.StartAgent(t, node, "prometheus", namespace, serviceAccount, dir, extra, append([]string{
+		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--log.level=warn",
+	}, args...)...)
+	WaitFor(t, "prometheus ready", 60*time.Second, func() (bool, error) {
+		resp, err := http.Get(p.URL + "/-/ready")
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
+	}, p.Proc)
+	return p
+}
+
+// StartRemoteWriteReceiver runs a Prometheus that scrapes nothing and
+// takes remote writes on /api/v1/write: where the agents that are not a
+// Prometheus server send what they scrape.
+func (c *Cluster) StartRemoteWriteReceiver(t testing.TB, node *Node, port int) *Prometheus {
+	t.Helper()
+	c.ServiceAccount(t, "default", "default")
+	return c.StartPrometheus(t, node, port, "default", "default", "global: {}\n", nil, "--web.enable-remote-write-receiver")
+}
+
+// StartAgent runs a scraping agent (binary bin of the test bed) on a node as
+// a pod of the ServiceAccount namespace/serviceAccount would run it: its
+// token and CA at the in-cluster paths, KUBERNETES_SERVICE_HOST/PORT set.
+// Files of extra with an absolute path are mounted there (a ConfigMap
+// volume); the others are written into dir.
+func (c *Cluster) StartAgent(t testing.TB, node *Node, bin, namespace, serviceAccount, dir string, extra map[string]string, args ...string) *Process {
+	t.Helper()
 	files := c.PodIdentity(t, namespace, serviceAccount)
 	for name, content := range extra {
 		if filepath.IsAbs(name) {
@@ -169,23 +204,7 @@ func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace,
 		}
 		writeFile(t, filepath.Join(dir, name), content)
 	}
-	addr := fmt.Sprintf("%s:%d", node.Host.IP, port)
-	p := &Prometheus{URL: "http://" + addr, Dir: dir}
-	p.Proc = node.Host.StartInPod(t, "prometheus@"+node.Name, Binary(t, "prometheus"), []string{
-		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=" + addr,
-		"--log.level=warn",
-	}, files, "KUBERNETES_SERVICE_HOST="+c.Host.IP, "KUBERNETES_SERVICE_PORT=6443")
-	WaitFor(t, "prometheus ready", 60*time.Second, func() (bool, error) {
-		resp, err := http.Get(p.URL + "/-/ready")
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
-	}, p.Proc)
-	return p
+	return node.Host.StartInPod(t, bin+"@"+node.Name, Binary(t, bin), args, files, "KUBERNETES_SERVICE_HOST="+c.Host.IP, "KUBERNETES_SERVICE_PORT=6443")
 }
 
 // Target is one active target, as Prometheus's /api/v1/targets reports it.

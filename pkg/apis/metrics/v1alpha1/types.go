@@ -237,8 +237,9 @@ type ScrapeConfig struct {
 	// is rendered so that it plugs in.
 	// +optional
 	Stack Stack `json:"stack,omitempty"`
-	// Release is the Helm release of kube-prometheus-stack, or the name of the
-	// EKS Anywhere prometheus Package.
+	// Release is the Helm release of kube-prometheus-stack, the name of the
+	// EKS Anywhere prometheus or adot Package, of the OpenTelemetryCollector,
+	// or of the VMAgent: what names the stack's scraper.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Release string `json:"release,omitempty"`
@@ -278,7 +279,7 @@ const (
 )
 
 // Stack is a monitoring stack profile.
-// +kubebuilder:validation:Enum="";kube-prometheus-stack;kube-prometheus;eks-anywhere;prometheus
+// +kubebuilder:validation:Enum="";kube-prometheus-stack;kube-prometheus;eks-anywhere;prometheus;adot;opentelemetry-operator;victoriametrics
 type Stack string
 
 // The monitoring stacks eksa-metrics renders for.
@@ -290,12 +291,23 @@ const (
 	StackKubePrometheus      Stack = "kube-prometheus"
 	StackEKSAnywhere         Stack = "eks-anywhere"
 	StackPrometheus          Stack = "prometheus"
-	// DefaultEKSAPackageRelease is the Package name eksctl anywhere generates.
+	// StackADOT is EKS Anywhere's curated ADOT package (the OpenTelemetry
+	// Collector chart): its Package carries the collector's scrape configs.
+	StackADOT Stack = "adot"
+	// StackOpenTelemetryOperator is an OpenTelemetryCollector whose Target
+	// Allocator reads the ServiceMonitors.
+	StackOpenTelemetryOperator Stack = "opentelemetry-operator"
+	// StackVictoriaMetrics is the VictoriaMetrics operator (which converts
+	// ServiceMonitors) or a vmagent reading the plain scrape file.
+	StackVictoriaMetrics Stack = "victoriametrics"
+	// DefaultEKSAPackageRelease and DefaultADOTPackageRelease are the
+	// Package names eksctl anywhere generates.
 	DefaultEKSAPackageRelease = "generated-prometheus"
+	DefaultADOTPackageRelease = "generated-adot"
 )
 
 // Stacks lists the stack names accepted in scrapeConfig.stack.
-var Stacks = []Stack{StackKubePrometheusStack, StackKubePrometheus, StackEKSAnywhere, StackPrometheus}
+var Stacks = []Stack{StackKubePrometheusStack, StackKubePrometheus, StackEKSAnywhere, StackPrometheus, StackADOT, StackOpenTelemetryOperator, StackVictoriaMetrics}
 
 // Images overrides the proxy images.
 type Images struct {
