@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies the real CRDs the tests install out of the Go modules that ship them:
 # Cluster API's KubeadmControlPlane and prometheus-operator's ServiceMonitor
-# and PodMonitor, and EKS Anywhere's own (the Cluster and the provider
+# PodMonitor and PrometheusRule, and EKS Anywhere's own (the Cluster and the provider
 # objects it refers to). Output: bin/crds/<project>/*.yaml
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -19,7 +19,7 @@ install -m 0644 "${capi}/controlplane/kubeadm/config/crd/bases/controlplane.clus
 # The core CRDs the Cluster API manager itself needs (config/crd/bases).
 mkdir -p "${BIN}/crds/cluster-api-core"
 install -m 0644 "${capi}"/config/crd/bases/*.yaml "${BIN}/crds/cluster-api-core/"
-for crd in servicemonitors podmonitors; do
+for crd in servicemonitors podmonitors prometheusrules; do
   install -m 0644 "${prom}/example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml" "${BIN}/crds/prometheus-operator/"
 done
 eksa="$(module_dir "github.com/aws/eks-anywhere@${EKSA_VERSION}")"

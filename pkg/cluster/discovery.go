@@ -20,7 +20,7 @@ var mappedKinds = []string{
 	"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
 	"ServiceAccount", "ConfigMap", "Secret", "Service", "Namespace",
 	"DaemonSet", "Deployment",
-	"ServiceMonitor", "Package", "Certificate", "Issuer", "ClusterIssuer",
+	"ServiceMonitor", "PrometheusRule", "Package", "Certificate", "Issuer", "ClusterIssuer",
 	"KubeadmControlPlane", "Cluster", "MetricsConfig",
 }
 

@@ -33,6 +33,7 @@ var prunable = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "Service"},
 	{Group: "apps", Version: "v1", Kind: "DaemonSet"},
 	{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"},
+	{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"},
 	{Group: "packages.eks.amazonaws.com", Version: "v1alpha1", Kind: "Package"},
 	{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"},
 	{Group: "cert-manager.io", Version: "v1", Kind: "Issuer"},

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -82,15 +84,20 @@ func Files(r *render.Result) (map[string][]byte, error) {
 		kust := map[string]any{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
 		for _, o := range r.ObjectsFor(t) {
 			if t == render.Prometheus && o.Kind() == "ConfigMap" && o.Name() == templates.ScrapeConfigMap {
-				// Kept as a plain Prometheus file too, generated into the ConfigMap.
+				// Kept as plain Prometheus files too (the scrape jobs, the
+				// rules), generated into the ConfigMap.
 				data, _ := o.Object["data"].(map[string]any)
-				content, _ := data[templates.ScrapeFileKey].(string)
-				files[string(t)+"/"+templates.ScrapeFileKey] = []byte(content)
+				var keys []any
+				for _, k := range slices.Sorted(maps.Keys(data)) {
+					content, _ := data[k].(string)
+					files[string(t)+"/"+k] = []byte(content)
+					keys = append(keys, k)
+				}
 				md, _ := o.Object["metadata"].(map[string]any)
 				kust["configMapGenerator"] = []any{map[string]any{
 					"name":      o.Name(),
 					"namespace": o.Namespace(),
-					"files":     []any{templates.ScrapeFileKey},
+					"files":     keys,
 					"options":   map[string]any{"disableNameSuffixHash": true, "labels": md["labels"]},
 				}}
 				continue

@@ -128,6 +128,7 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 	r.add(Workload, templates.Proxies(cfg)...)
 	r.add(Workload, templates.Services(cfg)...)
 	r.add(Prometheus, templates.ServiceMonitors(cfg)...)
+	r.add(Prometheus, templates.PrometheusRules(cfg)...)
 	r.add(Prometheus, templates.ScraperToken(cfg)...)
 	r.add(Prometheus, templates.ScrapeConfigObject(cfg)...)
 	r.add(Prometheus, templates.StackObjects(cfg)...)

@@ -60,6 +60,9 @@ type Stack struct {
 	// MonitorsAlone: the stack's Prometheus selects the ServiceMonitors by
 	// itself, so a render with ServiceMonitors and no file still plugs in.
 	MonitorsAlone bool
+	// NoRuleEvaluation: the stack evaluates no alerting rules (a collector
+	// that remote-writes), so no PrometheusRule is rendered for it.
+	NoRuleEvaluation bool
 }
 
 // Stacks are the monitoring stacks of scrapeConfig.stack, by name ("" is no
@@ -106,7 +109,7 @@ var Stacks = map[metricsv1alpha1.Stack]Stack{
 	metricsv1alpha1.StackADOT: {Namespace: "observability",
 		ReleaseAllowed: true, ReleaseNames: "the Package name", DefaultRelease: metricsv1alpha1.DefaultADOTPackageRelease,
 		Scraper:    func(release, ns string) *metricsv1alpha1.Scraper { return serviceAccount(release, ns) },
-		ConfigFile: "adot-package.yaml", ConfigFileScrapes: true},
+		ConfigFile: "adot-package.yaml", ConfigFileScrapes: true, NoRuleEvaluation: true},
 	// The OpenTelemetry Operator's Target Allocator reads ServiceMonitors
 	// (and refuses file references with denyFSAccessThroughSMs); the
 	// collectors run as <name>-collector.
@@ -115,7 +118,7 @@ var Stacks = map[metricsv1alpha1.Stack]Stack{
 		Scraper: func(release, ns string) *metricsv1alpha1.Scraper {
 			return serviceAccount(truncate(release+"-collector", 63), ns)
 		},
-		ConfigFile: "opentelemetry-collector.yaml", MonitorsAlone: true},
+		ConfigFile: "opentelemetry-collector.yaml", MonitorsAlone: true, NoRuleEvaluation: true},
 	// The VictoriaMetrics operator converts ServiceMonitors into
 	// VMServiceScrapes; a vmagent without it reads the plain scrape file.
 	// An operator VMAgent <name> runs as vmagent-<name>.

@@ -171,6 +171,15 @@ func drops(c *spec.Config, t target, path string) []relabel {
 // kubelet rules select (KubeletDown wants metrics_path="/metrics").
 var metricsPathLabel = relabel{SourceLabels: []string{"__metrics_path__"}, TargetLabel: "metrics_path", Action: "replace"}
 
+// labelsPath: the target's series carry metrics_path. Every kubelet path
+// does (its rules select it); another component's paths besides /metrics do
+// too, or their up and scrape_* series would be the /metrics target's
+// (same job and instance): two scrapes writing one series, which Prometheus
+// drops as out of order and a collector merges into one.
+func labelsPath(t target, path string) bool {
+	return t.comp.ID == components.Kubelet || path != "/metrics"
+}
+
 // ServiceMonitors renders one prometheus-operator ServiceMonitor per target
 // (ScraperToken renders the token Secret they reference).
 func ServiceMonitors(c *spec.Config) []Object {
@@ -189,10 +198,12 @@ func ServiceMonitors(c *spec.Config) []Object {
 			if kubelet {
 				// cAdvisor and the probes carry their own namespace and pod labels.
 				ep.HonorLabels = true
-				ep.RelabelConfigs = append(ep.RelabelConfigs, metricsPathLabel.operator())
 				if p == "/metrics/cadvisor" {
 					ep.TrackTimestampsStaleness = ptr.To(true)
 				}
+			}
+			if labelsPath(t, p) {
+				ep.RelabelConfigs = append(ep.RelabelConfigs, metricsPathLabel.operator())
 			}
 			for _, d := range drops(c, t, p) {
 				ep.MetricRelabelConfigs = append(ep.MetricRelabelConfigs, d.operator())
@@ -340,7 +351,6 @@ func scrapeJobs(c *spec.Config) []scrapeJob {
 				job.KubernetesSDConfigs = []kubernetesSD{{Role: "node"}}
 				job.RelabelConfigs = []relabel{
 					{SourceLabels: []string{"__meta_kubernetes_node_name"}, TargetLabel: "node", Action: "replace"},
-					metricsPathLabel,
 				}
 			} else {
 				var src, regex []string
@@ -352,6 +362,9 @@ func scrapeJobs(c *spec.Config) []scrapeJob {
 				regex = append(regex, t.port)
 				job.KubernetesSDConfigs = []kubernetesSD{{Role: "endpointslice", Namespaces: []string{t.serviceNS}}}
 				job.RelabelConfigs = []relabel{{SourceLabels: src, Regex: strings.Join(regex, ";"), Action: "keep"}}
+			}
+			if labelsPath(t, p) {
+				job.RelabelConfigs = append(job.RelabelConfigs, metricsPathLabel)
 			}
 			job.RelabelConfigs = append(job.RelabelConfigs, relabel{TargetLabel: "job", Replacement: t.job, Action: "replace"})
 			job.MetricRelabelConfigs = drops(c, t, p)
@@ -513,7 +526,7 @@ func ScrapeConfigObject(c *spec.Config) []Object {
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: ScrapeConfigMap, Namespace: c.MonitoringNamespace, Labels: labels(nil)},
-		Data:       map[string]string{ScrapeFileKey: ScrapeConfigFile(c)},
+		Data:       map[string]string{ScrapeFileKey: ScrapeConfigFile(c), RulesFileKey: RulesFile(c)},
 	}
 	return []Object{toObject("v1", "ConfigMap", cm)}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -107,6 +108,16 @@ func PackageObjects(c *spec.Config) []Object {
 	config.WriteString("# Rendered by eksa-metrics: scrape jobs merged into the chart's scrapeConfigs.\nscrapeConfigs:\n")
 	for _, job := range scrapeJobs(c) {
 		writeJob(&config, job, "  ", true)
+	}
+	// The chart writes serverFiles as they are (toYaml, no templating), so
+	// the alerts' {{ $labels }} reach Prometheus.
+	if groups := operatorGroups(c); len(groups) > 0 {
+		rules, err := yaml.Marshal(map[string]any{"serverFiles": map[string]any{"alerting_rules.yml": map[string]any{"groups": groups}}})
+		if err != nil {
+			panic(err) // plain structs
+		}
+		config.WriteString("# eksa-metrics' alerting rules (docs/alerts.md).\n")
+		config.Write(rules)
 	}
 	return []Object{{
 		"apiVersion": "packages.eks.amazonaws.com/v1alpha1",

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -69,9 +70,7 @@ func scrapingAgents(t *testing.T, c *framework.Cluster, node *framework.Node, mi
 	stackIdentity(t, c, sa, rbacRules(values.ClusterRole.Rules)) // the chart's clusterRole from the rendered values
 	receiver := values.Config.Receivers["prometheus"]
 	receiver["config"]["global"] = map[string]any{"scrape_interval": "2s", "scrape_timeout": "2s"}
-	if mode == metricsv1alpha1.ExposureProxy && strings.Contains(pkg.Spec.Config, "insecure_skip_verify") {
-		t.Errorf("adot: a job skips verification though eksa-metrics serves the certificates:\n%s", pkg.Spec.Config)
-	}
+	noSkippedVerification(t, "adot", adot, receiver["config"]["scrape_configs"].([]any))
 	collector, err := yaml.Marshal(map[string]any{
 		"receivers": values.Config.Receivers,
 		"exporters": map[string]any{"prometheusremotewrite": map[string]any{"endpoint": recv.URL + "/api/v1/write", "external_labels": map[string]any{"agent": "adot"}}},
@@ -98,8 +97,9 @@ func scrapingAgents(t *testing.T, c *framework.Cluster, node *framework.Node, mi
 	stackIdentity(t, c, sa, kpsClusterRole)
 	dir = t.TempDir()
 	mounts = c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
-	mounts["scrape-configs.yaml"] = templates.ScrapeConfigFile(vm.Config)
-	mounts["vmagent.yaml"] = "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [scrape-configs.yaml]\n"
+	// vmagent loads the plain file itself (its scrape_config_files wants
+	// lists); the test adds the scrape interval a user's global section sets.
+	mounts["vmagent.yaml"] = "global: {scrape_interval: 2s, scrape_timeout: 2s}\n" + templates.ScrapeConfigFile(vm.Config)
 	vmagent := c.StartAgent(t, node, "vmagent", sa.Namespace, sa.Name, dir, mounts,
 		"-promscrape.config="+filepath.Join(dir, "vmagent.yaml"), "-remoteWrite.url="+recv.URL+"/api/v1/write",
 		"-remoteWrite.tmpDataPath="+filepath.Join(dir, "data"), "-remoteWrite.label=agent=vmagent", "-remoteWrite.forcePromProto", "-httpListenAddr="+node.Host.IP+":8429", "-loggerLevel=WARN")
@@ -156,6 +156,38 @@ func agentCheck(t *testing.T, c *framework.Cluster, recv *framework.Prometheus, 
 		})
 	apply(t, c.ControlPlane, r) // the binding back
 	return run
+}
+
+// noSkippedVerification: no job skips verifying a certificate eksa-metrics
+// serves (the kubelets' own self-signed ones are another matter).
+func noSkippedVerification(t *testing.T, name string, r *render.Result, jobs []any) {
+	t.Helper()
+	served := map[string]bool{}
+	for _, comp := range components.Enabled(r.Config) {
+		if templates.ServesCertificate(r.Config, comp) {
+			served[comp.Job] = true
+		}
+	}
+	checked := 0
+	for _, j := range jobs {
+		job := j.(map[string]any)
+		tls, _ := job["tls_config"].(map[string]any)
+		var label string
+		for _, rl := range job["relabel_configs"].([]any) {
+			if rule := rl.(map[string]any); rule["target_label"] == "job" {
+				label, _ = rule["replacement"].(string)
+			}
+		}
+		if served[label] {
+			checked++
+			if tls["insecure_skip_verify"] == true || tls["ca_file"] != templates.CABundleFile {
+				t.Errorf("%s: job %s skips or misplaces verification of a certificate eksa-metrics serves: %v", name, job["job_name"], tls)
+			}
+		}
+	}
+	if len(served) > 0 && checked == 0 {
+		t.Errorf("%s: no job of the components whose certificates eksa-metrics serves (%v)", name, served)
+	}
 }
 
 // rbacRule is a ClusterRole rule as the chart values spell it.

@@ -149,6 +149,10 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 	stackIdentity(t, c, sa, kpsClusterRole)
 	prometheusObject(t, c, "monitoring", "generic", sa.Name, map[string]any{
 		"serviceMonitorSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice",
+		// The ServiceMonitors read no file of the Prometheus pod, so a
+		// Prometheus that refuses those keeps every one (OperatorConfig
+		// counts their jobs).
+		"arbitraryFSAccessThroughSMs": map[string]any{"deny": true},
 	})
 	cfg = c.OperatorConfig(t, "monitoring", "generic", serviceMonitorJobs(generic))
 	viaOperator := scrapeAndCheck(t, c, worker, 9091, "no stack (operator)", sa, cfg, c.PrometheusMounts(t, "monitoring", "generic", cfg), generic)
@@ -169,10 +173,13 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 	vr, verified := verifyOnCluster(t, c, genericText)
 	runs = append(runs, promRun{name: verified})
 
+	// The agents that are not a Prometheus server, in both exposure modes.
+	if version == versions[0] {
+		runs = append(runs, scrapingAgents(t, c, worker, minor, mode)...)
+	}
 	if extras {
 		t.Logf("API server reviews per scrape:\n%s", measureReviewLoad(t, c))
 		runs = append(runs, otherStacks(t, c, worker, minor, mode)...)
-		runs = append(runs, scrapingAgents(t, c, worker, minor, mode)...)
 		breakIt(t, c, worker, generic, vr, proxies)
 		verifyBreaks(t, c, vr, proxies)
 	}
@@ -321,6 +328,16 @@ func scrapeAndCheck(t *testing.T, c *framework.Cluster, node *framework.Node, po
 		return nil
 	})
 	run := promRun{name: name, up: len(targets), expected: total, jobs: slices.Sorted(maps.Keys(want))}
+	// Two targets with one label set write the same up and scrape_* series
+	// (Prometheus drops one as out of order).
+	seen := map[string]string{}
+	for _, tg := range targets {
+		key := fmt.Sprint(tg.Labels)
+		if other, ok := seen[key]; ok {
+			t.Errorf("%s: targets %s and %s have the same labels %v", name, other, tg.ScrapeURL, tg.Labels)
+		}
+		seen[key] = tg.ScrapeURL
+	}
 	for _, tg := range targets {
 		if tg.Labels["job"] == "kubelet" && !strings.HasPrefix(tg.Labels["metrics_path"], "/metrics") {
 			t.Errorf("%s: kubelet target %s has no metrics_path label: %v", name, tg.ScrapeURL, tg.Labels)
@@ -478,9 +495,11 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	apply(t, c.ControlPlane, r)
 	sa := r.Config.Scrapers[0]
 	file := templates.ScrapeConfigFile(r.Config)
-	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [s.yaml]\n"
+	// With eksa-metrics' alerting rules, evaluated every 2 seconds.
+	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
 	files := c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
 	files["s.yaml"] = file
+	files["rules.yaml"] = templates.RulesFile(r.Config)
 	p := c.StartPrometheus(t, node, 9096, sa.Namespace, sa.Name, main, files)
 	defer p.Proc.Stop()
 	p.WaitTargets(t, "every target up before the break", 90*time.Second, func(ts []framework.Target) error {
@@ -491,6 +510,17 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		}
 		return nil
 	})
+	// At rest, none of eksa-metrics' alerts is pending (several evaluations,
+	// after those that saw the scrapes before every target was up).
+	time.Sleep(4 * time.Second)
+	for range 5 {
+		for _, a := range p.Alerts(t) {
+			if strings.HasPrefix(a.Labels["alertname"], "EksaMetrics") {
+				t.Errorf("%s is %s at rest: %v", a.Labels["alertname"], a.State, a.Labels)
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
 
 	if err := c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, templates.ReaderRole, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -515,6 +545,25 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		}
 		return nil
 	})
+	// The rule says it too: EksaMetricsTargetDown pending (its for: is
+	// 10 minutes) for each refused job.
+	var pending []string
+	framework.WaitFor(t, "EksaMetricsTargetDown pending for the refused jobs", 60*time.Second, func() (bool, error) {
+		pending = nil
+		for _, a := range p.Alerts(t) {
+			if a.Labels["alertname"] == "EksaMetricsTargetDown" && !slices.Contains(pending, a.Labels["job"]) {
+				pending = append(pending, a.Labels["job"])
+			}
+		}
+		slices.Sort(pending)
+		for _, job := range []string{"apiserver", "kube-controller-manager", "kube-scheduler"} {
+			if !slices.Contains(pending, job) {
+				return false, fmt.Errorf("pending for %v", pending)
+			}
+		}
+		return true, nil
+	})
+	t.Logf("without the reader binding, EksaMetricsTargetDown is pending for %v", pending)
 	// verify says the same, with the reason.
 	v := vr.until("the scraper refused by the API server, kube-controller-manager and kube-scheduler", func(v verifyRun) bool {
 		for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {

@@ -251,6 +251,24 @@ func (p *Prometheus) Query(t testing.TB, expr string) []map[string]string {
 	return out
 }
 
+// Alert is one pending or firing alert, as /api/v1/alerts reports it.
+type Alert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"`
+}
+
+// Alerts lists the pending and firing alerts of the rules Prometheus loaded.
+func (p *Prometheus) Alerts(t testing.TB) []Alert {
+	t.Helper()
+	var doc struct {
+		Data struct {
+			Alerts []Alert `json:"alerts"`
+		} `json:"data"`
+	}
+	p.get(t, "/api/v1/alerts", &doc)
+	return doc.Data.Alerts
+}
+
 // WaitQuery runs an instant query until cond holds for its result (Prometheus
 // state is eventually consistent: staleness markers, rule evaluation and
 // scrapes land on their own schedule), and returns the last result.

@@ -1,0 +1,198 @@
+package templates
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// The rules eksa-metrics renders: for what only it scrapes (the
+// loopback-only components behind its proxies, the management controllers),
+// with the job labels of its targets. kubernetes-mixin's absent alerts say
+// that every instance of a job is gone; these say which instance, and what
+// to run. docs/alerts.md has a runbook section per alert.
+const (
+	RulesName = Prefix + "-rules"
+	// RulesFileKey is the rule file's key in the scrape ConfigMap.
+	RulesFileKey = "alerting-rules.yaml"
+	// AlertsDoc is where each alert's runbook_url points.
+	AlertsDoc = "https://github.com/eksa-metrics/eksa-metrics/blob/main/docs/alerts.md"
+)
+
+// Alert is one alerting rule with the reasoning behind its threshold.
+type Alert struct {
+	Name, Expr, For, Severity string
+	// Namespace, for a management family's alerts, is its label namespace
+	// (routing, and one rule per family under one alert name).
+	Namespace            string
+	Summary, Description string
+	// Metrics are the metric names Expr reads (the e2e checks that the real
+	// components expose them).
+	Metrics []string
+}
+
+// RuleGroup is a named group of alerts.
+type RuleGroup struct {
+	Name   string
+	Alerts []Alert
+}
+
+// RuleGroups are the alerting rules for the configuration: the targets
+// eksa-metrics exposes, and the management controllers by family (their
+// namespace: EKS Anywhere, Cluster API core and kubeadm, the provider,
+// etcdadm, curated packages, cert-manager).
+func RuleGroups(c *spec.Config) []RuleGroup {
+	var jobs []string
+	for _, t := range targets(c) {
+		if !t.mgmt && !slices.Contains(jobs, t.job) {
+			jobs = append(jobs, t.job)
+		}
+	}
+	var out []RuleGroup
+	if len(jobs) > 0 {
+		out = append(out, RuleGroup{Name: Prefix + "-targets", Alerts: []Alert{targetDown(jobs)}})
+	}
+	var families []string
+	byFamily := map[string][]string{}
+	for _, m := range ManagementComponents(c) {
+		if _, ok := byFamily[m.Namespace]; !ok {
+			families = append(families, m.Namespace)
+		}
+		byFamily[m.Namespace] = append(byFamily[m.Namespace], m.Deployment)
+	}
+	for _, ns := range families {
+		alerts := managementAlerts(ns, byFamily[ns])
+		for i := range alerts {
+			alerts[i].Namespace = ns
+		}
+		out = append(out, RuleGroup{Name: Prefix + "-management-" + ns, Alerts: alerts})
+	}
+	return out
+}
+
+func jobMatcher(jobs []string) string {
+	q := make([]string, len(jobs))
+	for i, j := range jobs {
+		q[i] = regexp.QuoteMeta(j)
+	}
+	return fmt.Sprintf("job=~%q", strings.Join(q, "|"))
+}
+
+// targetDown: one instance of a component eksa-metrics exposes has not been
+// scraped for 10 minutes (a restart of a static pod or a proxy pod takes
+// less; kubernetes-mixin's absent alerts wait 15 minutes for a whole job).
+func targetDown(jobs []string) Alert {
+	return Alert{
+		Name: "EksaMetricsTargetDown", Expr: fmt.Sprintf("up{%s} == 0", jobMatcher(jobs)), For: "10m", Severity: "warning",
+		Summary: "{{ $labels.job }} at {{ $labels.instance }} is not scraped",
+		Description: "The scrape of {{ $labels.job }} at {{ $labels.instance }}{{ with $labels.metrics_path }} ({{ . }}){{ end }} has failed for 10 minutes. " +
+			"Run `eksa-metrics verify -f <cluster spec> --kubeconfig <management kubeconfig>`: it names the refusal (the proxy, its certificate, the scraper's RBAC). " +
+			"Then `kubectl -n kube-system get pods -l app.kubernetes.io/managed-by=eksa-metrics -o wide` and the logs of the proxy pod on that node.",
+		Metrics: []string{"up"},
+	}
+}
+
+// managementAlerts are the alerts of one family of management controllers,
+// from what every controller-runtime manager serves (cert-manager is not
+// one: it has no reconcile counters, and gets the others).
+func managementAlerts(namespace string, deployments []string) []Alert {
+	sel := jobMatcher(deployments)
+	logs := fmt.Sprintf("`kubectl -n %s logs deploy/{{ $labels.job }}`", namespace)
+	alerts := []Alert{{
+		// As the targets: a controller restart takes less than 10 minutes.
+		Name: "EksaMetricsManagementControllerDown", Expr: fmt.Sprintf("up{%s} == 0", sel), For: "10m", Severity: "critical",
+		Summary:     "{{ $labels.job }} metrics are not scraped",
+		Description: fmt.Sprintf("The management controller {{ $labels.job }} (namespace %s) has not been scraped for 10 minutes: it is down, or its metrics endpoint refuses the scraper. `kubectl -n %s get deploy {{ $labels.job }}`, %s, and `eksa-metrics verify` for the endpoint.", namespace, namespace, logs),
+		Metrics:     []string{"up"},
+	}}
+	if namespace != "cert-manager" {
+		alerts = append(alerts, Alert{
+			// Conflicts and requeues make some errors normal; one reconcile
+			// in ten failing for 15 minutes is a controller that is stuck.
+			Name: "EksaMetricsReconcileErrors", For: "15m", Severity: "warning",
+			Expr:    fmt.Sprintf("sum by (job, controller) (rate(controller_runtime_reconcile_errors_total{%[1]s}[10m])) / sum by (job, controller) (rate(controller_runtime_reconcile_total{%[1]s}[10m])) > 0.1", sel),
+			Summary: "{{ $labels.job }}: {{ $labels.controller }} reconciles fail",
+			Description: fmt.Sprintf("More than 10%% of the reconciles of controller {{ $labels.controller }} in {{ $labels.job }} (namespace %s) have failed for 15 minutes ({{ $value | humanizePercentage }}). %s shows the errors; "+
+				"`kubectl get clusters.anywhere.eks.amazonaws.com -A` and the objects' conditions show which cluster is stuck.", namespace, logs),
+			Metrics: []string{"controller_runtime_reconcile_errors_total", "controller_runtime_reconcile_total"},
+		})
+	}
+	alerts = append(alerts, Alert{
+		// A healthy queue drains in seconds; 100 items for 15 minutes is a
+		// controller that cannot keep up or is blocked on a call.
+		Name: "EksaMetricsWorkqueueBacklog", Expr: fmt.Sprintf("sum by (job, name) (workqueue_depth{%s}) > 100", sel), For: "15m", Severity: "warning",
+		Summary:     "{{ $labels.job }}: work queue {{ $labels.name }} is backed up",
+		Description: fmt.Sprintf("The work queue {{ $labels.name }} of {{ $labels.job }} (namespace %s) has held more than 100 items for 15 minutes ({{ $value }}). %s; check the management API server's latency.", namespace, logs),
+		Metrics:     []string{"workqueue_depth"},
+	}, Alert{
+		// Leader election hands over within a lease (15 s by default); no
+		// leader for 5 minutes is no controller.
+		Name: "EksaMetricsNoLeader", Expr: fmt.Sprintf("max by (job) (leader_election_master_status{%s}) == 0", sel), For: "5m", Severity: "critical",
+		Summary:     "{{ $labels.job }} has no leader",
+		Description: fmt.Sprintf("No replica of {{ $labels.job }} (namespace %s) has held the leader lease for 5 minutes, so nothing reconciles. `kubectl -n %s get leases`, %s.", namespace, namespace, logs),
+		Metrics:     []string{"leader_election_master_status"},
+	})
+	return alerts
+}
+
+// anchor is the alert's section in docs/alerts.md.
+func anchor(name string) string { return AlertsDoc + "#" + strings.ToLower(name) }
+
+// operatorGroups are the groups as prometheus-operator and a rule file spell
+// them (the same fields).
+func operatorGroups(c *spec.Config) []monitoringv1.RuleGroup {
+	var out []monitoringv1.RuleGroup
+	for _, g := range RuleGroups(c) {
+		rg := monitoringv1.RuleGroup{Name: g.Name}
+		for _, a := range g.Alerts {
+			d := monitoringv1.Duration(a.For)
+			lbls := map[string]string{"severity": a.Severity}
+			if a.Namespace != "" {
+				lbls["namespace"] = a.Namespace
+			}
+			rg.Rules = append(rg.Rules, monitoringv1.Rule{
+				Alert: a.Name, Expr: intstr.FromString(a.Expr), For: &d,
+				Labels:      lbls,
+				Annotations: map[string]string{"summary": a.Summary, "description": a.Description, "runbook_url": anchor(a.Name)},
+			})
+		}
+		out = append(out, rg)
+	}
+	return out
+}
+
+// RulesFile is the rule file a plain Prometheus loads with rule_files.
+func RulesFile(c *spec.Config) string {
+	b, err := yaml.Marshal(map[string]any{"groups": operatorGroups(c)})
+	if err != nil {
+		panic(err) // plain structs
+	}
+	return fmt.Sprintf("# Rendered by eksa-metrics for cluster %q: alerting rules, loaded from\n# prometheus.yml with rule_files. docs/alerts.md explains each alert.\n", c.ClusterName) + string(b)
+}
+
+// PrometheusRules renders the PrometheusRule a prometheus-operator stack
+// evaluates (labelled as its ServiceMonitors, so the same selector takes
+// both), where the stack evaluates rules.
+func PrometheusRules(c *spec.Config) []Object {
+	p := profileOf(c)
+	if !c.ServiceMonitors || p.NoRuleEvaluation {
+		return nil
+	}
+	groups := operatorGroups(c)
+	if len(groups) == 0 {
+		return nil
+	}
+	pr := &monitoringv1.PrometheusRule{
+		ObjectMeta: metav1.ObjectMeta{Name: RulesName, Namespace: c.MonitoringNamespace, Labels: labels(p.monitorLabels(c))},
+		Spec:       monitoringv1.PrometheusRuleSpec{Groups: groups},
+	}
+	return []Object{toObject(monitoringv1.SchemeGroupVersion.String(), monitoringv1.PrometheusRuleKind, pr)}
+}

@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// alertCase is one promtool rule test: series, and the one alert they must
+// fire (labels and the annotations an operator reads), or none.
+type alertCase struct {
+	alert   string
+	series  map[string]string // series -> promtool values
+	evalAt  string
+	labels  map[string]string
+	summary string
+	desc    string
+}
+
+// alertCases: every alert eksa-metrics renders fires on its break, with the
+// text an operator reads, and stays quiet beside it on healthy series.
+var alertCases = []alertCase{{
+	alert: "EksaMetricsTargetDown", evalAt: "15m",
+	series: map[string]string{
+		`up{job="kube-scheduler",instance="10.0.0.1:10259",metrics_path="/metrics/slis"}`: "0x20",
+		`up{job="kube-etcd",instance="10.0.0.1:2381"}`:                                    "1x20",
+		`up{job="kube-scheduler",instance="10.0.0.2:10259"}`:                              "0x5 1x15", // back before 10 minutes
+	},
+	labels:  map[string]string{"job": "kube-scheduler", "instance": "10.0.0.1:10259", "metrics_path": "/metrics/slis", "severity": "warning"},
+	summary: "kube-scheduler at 10.0.0.1:10259 is not scraped",
+	desc:    "The scrape of kube-scheduler at 10.0.0.1:10259 (/metrics/slis) has failed for 10 minutes. Run `eksa-metrics verify -f <cluster spec> --kubeconfig <management kubeconfig>`: it names the refusal (the proxy, its certificate, the scraper's RBAC). Then `kubectl -n kube-system get pods -l app.kubernetes.io/managed-by=eksa-metrics -o wide` and the logs of the proxy pod on that node.",
+}, {
+	alert: "EksaMetricsManagementControllerDown", evalAt: "15m",
+	series: map[string]string{
+		`up{job="capi-controller-manager",instance="10.0.1.5:8443"}`:         "0x20",
+		`up{job="capi-kubeadm-bootstrap-controller-manager",instance="x:1"}`: "1x20",
+	},
+	labels:  map[string]string{"job": "capi-controller-manager", "instance": "10.0.1.5:8443", "severity": "critical", "namespace": "capi-system"},
+	summary: "capi-controller-manager metrics are not scraped",
+	desc:    "The management controller capi-controller-manager (namespace capi-system) has not been scraped for 10 minutes: it is down, or its metrics endpoint refuses the scraper. `kubectl -n capi-system get deploy capi-controller-manager`, `kubectl -n capi-system logs deploy/capi-controller-manager`, and `eksa-metrics verify` for the endpoint.",
+}, {
+	alert: "EksaMetricsReconcileErrors", evalAt: "30m",
+	series: map[string]string{
+		`controller_runtime_reconcile_errors_total{job="capi-controller-manager",controller="cluster"}`:           "0+6x40",
+		`controller_runtime_reconcile_total{job="capi-controller-manager",controller="cluster",result="error"}`:   "0+6x40",
+		`controller_runtime_reconcile_total{job="capi-controller-manager",controller="cluster",result="success"}`: "0+24x40",
+		`controller_runtime_reconcile_errors_total{job="capi-controller-manager",controller="machine"}`:           "0+1x40",
+		`controller_runtime_reconcile_total{job="capi-controller-manager",controller="machine",result="success"}`: "0+99x40",
+		`controller_runtime_reconcile_total{job="capi-controller-manager",controller="machine",result="error"}`:   "0+1x40",
+	},
+	labels:  map[string]string{"job": "capi-controller-manager", "controller": "cluster", "severity": "warning", "namespace": "capi-system"},
+	summary: "capi-controller-manager: cluster reconciles fail",
+	desc:    "More than 10% of the reconciles of controller cluster in capi-controller-manager (namespace capi-system) have failed for 15 minutes (20%). `kubectl -n capi-system logs deploy/capi-controller-manager` shows the errors; `kubectl get clusters.anywhere.eks.amazonaws.com -A` and the objects' conditions show which cluster is stuck.",
+}, {
+	alert: "EksaMetricsWorkqueueBacklog", evalAt: "20m",
+	series: map[string]string{
+		`workqueue_depth{job="capi-controller-manager",name="cluster"}`: "150x30",
+		`workqueue_depth{job="capi-controller-manager",name="machine"}`: "3x30",
+	},
+	labels:  map[string]string{"job": "capi-controller-manager", "name": "cluster", "severity": "warning", "namespace": "capi-system"},
+	summary: "capi-controller-manager: work queue cluster is backed up",
+	desc:    "The work queue cluster of capi-controller-manager (namespace capi-system) has held more than 100 items for 15 minutes (150). `kubectl -n capi-system logs deploy/capi-controller-manager`; check the management API server's latency.",
+}, {
+	alert: "EksaMetricsNoLeader", evalAt: "10m",
+	series: map[string]string{
+		`leader_election_master_status{job="capi-controller-manager",name="controller-leader-election-capi"}`:                    "0x20",
+		`leader_election_master_status{job="capi-kubeadm-bootstrap-controller-manager",name="kubeadm-bootstrap-manager-leader"}`: "1x20",
+	},
+	labels:  map[string]string{"job": "capi-controller-manager", "severity": "critical", "namespace": "capi-system"},
+	summary: "capi-controller-manager has no leader",
+	desc:    "No replica of capi-controller-manager (namespace capi-system) has held the leader lease for 5 minutes, so nothing reconciles. `kubectl -n capi-system get leases`, `kubectl -n capi-system logs deploy/capi-controller-manager`.",
+}}
+
+// TestAlertsWithPromtool: the rule file of a management cluster (every
+// family of controllers) passes promtool check rules, and promtool test
+// rules proves every alert fires on its break with its text and not beside
+// it. A rendered alert without a case fails.
+func TestAlertsWithPromtool(t *testing.T) {
+	promtool := framework.Binary(t, "promtool")
+	raw, err := os.ReadFile("../../examples/vsphere-management.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := spec.Load("vsphere-management.yaml", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := render.RenderFile(f, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range templates.RuleGroups(r.Config) {
+		for _, a := range g.Alerts {
+			if !slices.Contains(names, a.Name) {
+				names = append(names, a.Name)
+			}
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(alertCases, func(c alertCase) bool { return c.alert == n }) {
+			t.Errorf("alert %s has no promtool test case", n)
+		}
+	}
+	dir := t.TempDir()
+	writeFileT(t, filepath.Join(dir, "rules.yaml"), templates.RulesFile(r.Config))
+	var tests []any
+	for _, c := range alertCases {
+		var series []any
+		for s, v := range c.series {
+			series = append(series, map[string]any{"series": s, "values": v})
+		}
+		tests = append(tests, map[string]any{
+			"interval": "1m", "input_series": series,
+			"alert_rule_test": []any{map[string]any{"eval_time": c.evalAt, "alertname": c.alert, "exp_alerts": []any{map[string]any{
+				"exp_labels": c.labels,
+				"exp_annotations": map[string]any{"summary": c.summary, "description": c.desc,
+					"runbook_url": templates.AlertsDoc + "#" + strings.ToLower(c.alert)},
+			}}}},
+		})
+	}
+	doc, err := yaml.Marshal(map[string]any{"rule_files": []string{"rules.yaml"}, "evaluation_interval": "1m", "tests": tests})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFileT(t, filepath.Join(dir, "tests.yaml"), string(doc))
+	for _, args := range [][]string{{"check", "rules", filepath.Join(dir, "rules.yaml")}, {"test", "rules", filepath.Join(dir, "tests.yaml")}} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "SUCCESS") {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+func writeFileT(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
