@@ -65,7 +65,7 @@ func rbacObjects(o Options) []any {
 			// The Prometheus that should select the ServiceMonitors (the
 			// Verified condition).
 			{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"prometheuses"}, Verbs: []string{"get", "list"}},
-			{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: read},
+			{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors", "prometheusrules"}, Verbs: read},
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			// Held so that the roles and bindings it applies grant nothing it
@@ -194,7 +194,7 @@ func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"update", "patch"}, ResourceNames: names})
 	}
 	for _, ns := range o.MonitoringNamespaces {
-		add(ns, core, rbacv1.PolicyRule{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors"}, Verbs: crud})
+		add(ns, core, rbacv1.PolicyRule{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors", "prometheusrules"}, Verbs: crud})
 	}
 	return rules
 }

@@ -67,6 +67,7 @@ func (r *results) set(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus,
 	}
 	prev := r.m[mc][st.Name]
 	res := &result{status: st}
+	observe(mc, st, time.Now())
 	if failed {
 		res.failures = 1
 		if prev != nil {
@@ -114,6 +115,7 @@ func (r *results) release(mc types.NamespacedName, name string) {
 		r.m[mc] = map[string]*result{}
 	}
 	r.m[mc][name] = &result{status: metricsv1alpha1.ClusterStatus{Name: name}, released: true}
+	unobserve(mc, name)
 }
 
 func (r *results) forget(mc types.NamespacedName) {
@@ -121,6 +123,7 @@ func (r *results) forget(mc types.NamespacedName) {
 	defer r.mu.Unlock()
 	delete(r.m, mc)
 	delete(r.written, mc)
+	unobserve(mc, "")
 }
 
 // snapshot copies a MetricsConfig's states.

@@ -79,6 +79,9 @@ func Files(r *render.Result) (map[string][]byte, error) {
 	for name, content := range r.Files {
 		files[string(render.Prometheus)+"/"+name] = content
 	}
+	for name, content := range r.Dashboards {
+		files[string(render.Prometheus)+"/dashboards/"+name] = content
+	}
 	for _, t := range render.Destinations {
 		var resources []string
 		kust := map[string]any{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}

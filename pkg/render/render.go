@@ -84,6 +84,9 @@ type Result struct {
 	// Files go to the prometheus/ directory of -o kustomize and are not
 	// objects (the kube-prometheus-stack values).
 	Files map[string][]byte
+	// Dashboards are the Grafana dashboards' JSON by file name
+	// (prometheus/dashboards/ of -o kustomize).
+	Dashboards map[string][]byte
 	// Issues are the warnings, with their field paths; Warnings the same
 	// located in a file (RenderFile).
 	Issues   spec.Issues
@@ -134,6 +137,9 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 	r.add(Prometheus, templates.StackObjects(cfg)...)
 	r.add(Management, templates.PackageObjects(cfg)...)
 	r.Files = templates.StackFiles(cfg)
+	if err := r.addDashboards(); err != nil {
+		return nil, err
+	}
 	if cfg.Exposure == metricsv1alpha1.ExposureBindAddress && cfg.KubeProxy && cfg.AllowInsecure {
 		r.KubeProxyEdit = &KubeProxyEdit{MetricsBindAddress: "0.0.0.0:10249"}
 	}

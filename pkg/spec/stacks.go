@@ -63,6 +63,9 @@ type Stack struct {
 	// NoRuleEvaluation: the stack evaluates no alerting rules (a collector
 	// that remote-writes), so no PrometheusRule is rendered for it.
 	NoRuleEvaluation bool
+	// GrafanaSidecar: the stack's Grafana loads dashboards from ConfigMaps
+	// labelled grafana_dashboard: "1" (kube-prometheus-stack's sidecar).
+	GrafanaSidecar bool
 }
 
 // Stacks are the monitoring stacks of scrapeConfig.stack, by name ("" is no
@@ -79,7 +82,7 @@ var Stacks = map[metricsv1alpha1.Stack]Stack{
 			}
 			return serviceAccount(KubePrometheusStackFullname(release)+"-prometheus", ns)
 		},
-		ScrapesItself: []string{"kube-apiserver", "kubelet"}, ReleaseLabel: true, ConfigFile: "kube-prometheus-stack-values.yaml", MonitorsAlone: true},
+		ScrapesItself: []string{"kube-apiserver", "kubelet"}, ReleaseLabel: true, ConfigFile: "kube-prometheus-stack-values.yaml", MonitorsAlone: true, GrafanaSidecar: true},
 	// kube-prometheus ships monitors for the API server and the kubelet, and
 	// discovery Roles only in default, kube-system and monitoring.
 	metricsv1alpha1.StackKubePrometheus: {ServiceMonitors: true, Namespace: "monitoring",

@@ -50,12 +50,7 @@ type RuleGroup struct {
 // namespace: EKS Anywhere, Cluster API core and kubeadm, the provider,
 // etcdadm, curated packages, cert-manager).
 func RuleGroups(c *spec.Config) []RuleGroup {
-	var jobs []string
-	for _, t := range targets(c) {
-		if !t.mgmt && !slices.Contains(jobs, t.job) {
-			jobs = append(jobs, t.job)
-		}
-	}
+	jobs := ExposedJobs(c)
 	var out []RuleGroup
 	if len(jobs) > 0 {
 		out = append(out, RuleGroup{Name: Prefix + "-targets", Alerts: []Alert{targetDown(jobs)}})
@@ -68,6 +63,9 @@ func RuleGroups(c *spec.Config) []RuleGroup {
 		}
 		byFamily[m.Namespace] = append(byFamily[m.Namespace], m.Deployment)
 	}
+	if c.Management {
+		out = append(out, RuleGroup{Name: Prefix + "-fleet", Alerts: fleetAlerts()})
+	}
 	for _, ns := range families {
 		alerts := managementAlerts(ns, byFamily[ns])
 		for i := range alerts {
@@ -76,6 +74,27 @@ func RuleGroups(c *spec.Config) []RuleGroup {
 		out = append(out, RuleGroup{Name: Prefix + "-management-" + ns, Alerts: alerts})
 	}
 	return out
+}
+
+// ExposedJobs are the job labels of the cluster components eksa-metrics
+// renders targets for (not those the stack scrapes itself).
+func ExposedJobs(c *spec.Config) []string {
+	var jobs []string
+	for _, t := range targets(c) {
+		if !t.mgmt && !slices.Contains(jobs, t.job) {
+			jobs = append(jobs, t.job)
+		}
+	}
+	return jobs
+}
+
+// ManagementJobs are the job labels of the management controllers.
+func ManagementJobs(c *spec.Config) []string {
+	var jobs []string
+	for _, m := range ManagementComponents(c) {
+		jobs = append(jobs, m.Deployment)
+	}
+	return jobs
 }
 
 func jobMatcher(jobs []string) string {
@@ -141,6 +160,36 @@ func managementAlerts(namespace string, deployments []string) []Alert {
 		Metrics:     []string{"leader_election_master_status"},
 	})
 	return alerts
+}
+
+// fleetAlerts read the eksa-metrics controller's own metrics (in the
+// management cluster: docs/controller.md, "Metrics"), one series per
+// selected Cluster.
+func fleetAlerts() []Alert {
+	status := "`kubectl -n {{ $labels.cluster_namespace }} get metricsconfig {{ $labels.metricsconfig }} -o yaml` (status.clusters names the condition and the error)"
+	logs := "`kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller`"
+	return []Alert{{
+		// The controller retries with backoff up to 5 minutes: 30 minutes
+		// is several failed attempts, or a rollout it may not start.
+		Name: "EksaMetricsClusterNotApplied", Expr: "eksa_metrics_cluster_applied == 0", For: "30m", Severity: "warning",
+		Summary:     "{{ $labels.cluster_namespace }}/{{ $labels.cluster }} is not applied",
+		Description: "The eksa-metrics controller has not applied MetricsConfig {{ $labels.metricsconfig }} to Cluster {{ $labels.cluster_namespace }}/{{ $labels.cluster }} for 30 minutes, so its components may not be scraped. " + status + "; " + logs + ".",
+		Metrics:     []string{"eksa_metrics_cluster_applied"},
+	}, {
+		// A workload API server restarting during an upgrade is back in
+		// minutes.
+		Name: "EksaMetricsWorkloadUnreachable", Expr: "eksa_metrics_cluster_unreachable == 1", For: "10m", Severity: "warning",
+		Summary:     "the workload cluster of {{ $labels.cluster_namespace }}/{{ $labels.cluster }} does not answer",
+		Description: "The eksa-metrics controller has not reached the API server of Cluster {{ $labels.cluster_namespace }}/{{ $labels.cluster }} for 10 minutes (its kubeconfig Secret {{ $labels.cluster }}-kubeconfig in eksa-system, or the endpoint). " + status + "; `kubectl --kubeconfig <(kubectl -n eksa-system get secret {{ $labels.cluster }}-kubeconfig -o jsonpath='{.data.value}' | base64 -d) get --raw /readyz`.",
+		Metrics:     []string{"eksa_metrics_cluster_unreachable"},
+	}, {
+		// Drift is repaired within a minute; more than six repairs an hour
+		// is another writer fighting eksa-metrics over the same objects.
+		Name: "EksaMetricsDriftRepeated", Expr: "increase(eksa_metrics_drift_repairs_total[1h]) > 6", For: "0m", Severity: "warning",
+		Summary:     "what eksa-metrics applies to {{ $labels.cluster_namespace }}/{{ $labels.cluster }} keeps being changed",
+		Description: "The eksa-metrics controller re-applied Cluster {{ $labels.cluster_namespace }}/{{ $labels.cluster }} {{ $value | printf \"%.0f\" }} times in an hour because another writer changed or deleted its objects. " + logs + " names each object (logger drift); find the other writer with `kubectl get <kind> <name> -o yaml --show-managed-fields` and make it leave eksa-metrics' objects alone.",
+		Metrics:     []string{"eksa_metrics_drift_repairs_total"},
+	}}
 }
 
 // anchor is the alert's section in docs/alerts.md.

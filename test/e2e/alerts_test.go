@@ -80,6 +80,34 @@ var alertCases = []alertCase{{
 	labels:  map[string]string{"job": "capi-controller-manager", "severity": "critical", "namespace": "capi-system"},
 	summary: "capi-controller-manager has no leader",
 	desc:    "No replica of capi-controller-manager (namespace capi-system) has held the leader lease for 5 minutes, so nothing reconciles. `kubectl -n capi-system get leases`, `kubectl -n capi-system logs deploy/capi-controller-manager`.",
+}, {
+	alert: "EksaMetricsClusterNotApplied", evalAt: "40m",
+	series: map[string]string{
+		`eksa_metrics_cluster_applied{cluster_namespace="fleet",cluster="w1",metricsconfig="all"}`: "0x50",
+		`eksa_metrics_cluster_applied{cluster_namespace="fleet",cluster="w2",metricsconfig="all"}`: "1x50",
+		`eksa_metrics_cluster_applied{cluster_namespace="fleet",cluster="w3",metricsconfig="all"}`: "0x20 1x30", // applied after 20 minutes
+	},
+	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w1", "metricsconfig": "all", "severity": "warning"},
+	summary: "fleet/w1 is not applied",
+	desc:    "The eksa-metrics controller has not applied MetricsConfig all to Cluster fleet/w1 for 30 minutes, so its components may not be scraped. `kubectl -n fleet get metricsconfig all -o yaml` (status.clusters names the condition and the error); `kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller`.",
+}, {
+	alert: "EksaMetricsWorkloadUnreachable", evalAt: "15m",
+	series: map[string]string{
+		`eksa_metrics_cluster_unreachable{cluster_namespace="fleet",cluster="w3",metricsconfig="all"}`: "1x20",
+		`eksa_metrics_cluster_unreachable{cluster_namespace="fleet",cluster="w1",metricsconfig="all"}`: "0x20",
+	},
+	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w3", "metricsconfig": "all", "severity": "warning"},
+	summary: "the workload cluster of fleet/w3 does not answer",
+	desc:    "The eksa-metrics controller has not reached the API server of Cluster fleet/w3 for 10 minutes (its kubeconfig Secret w3-kubeconfig in eksa-system, or the endpoint). `kubectl -n fleet get metricsconfig all -o yaml` (status.clusters names the condition and the error); `kubectl --kubeconfig <(kubectl -n eksa-system get secret w3-kubeconfig -o jsonpath='{.data.value}' | base64 -d) get --raw /readyz`.",
+}, {
+	alert: "EksaMetricsDriftRepeated", evalAt: "60m",
+	series: map[string]string{
+		`eksa_metrics_drift_repairs_total{cluster_namespace="fleet",cluster="w1"}`: "0+1x70",    // every minute
+		`eksa_metrics_drift_repairs_total{cluster_namespace="fleet",cluster="w2"}`: "0+0.05x70", // three an hour
+	},
+	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w1", "severity": "warning"},
+	summary: "what eksa-metrics applies to fleet/w1 keeps being changed",
+	desc:    "The eksa-metrics controller re-applied Cluster fleet/w1 60 times in an hour because another writer changed or deleted its objects. `kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller` names each object (logger drift); find the other writer with `kubectl get <kind> <name> -o yaml --show-managed-fields` and make it leave eksa-metrics' objects alone.",
 }}
 
 // TestAlertsWithPromtool: the rule file of a management cluster (every

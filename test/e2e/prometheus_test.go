@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/dashboards"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
@@ -520,6 +521,17 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 			}
 		}
 		time.Sleep(2 * time.Second)
+	}
+	// Every panel of the dashboards of the exposed components has data (no
+	// dead panel).
+	for _, d := range dashboards.Dashboards(r.Config) {
+		if d.Name != templates.Prefix+"-targets" {
+			continue // the management and fleet dashboards: test/integration
+		}
+		for _, panel := range d.Panels {
+			p.WaitQuery(t, fmt.Sprintf("dashboard %s, panel %q with data", d.Name, panel.Title), 30*time.Second, panel.Expr,
+				func(res []map[string]string) bool { return len(res) > 0 })
+		}
 	}
 
 	if err := c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, templates.ReaderRole, metav1.DeleteOptions{}); err != nil {

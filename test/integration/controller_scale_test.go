@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/pkg/controller"
+	"github.com/eksa-metrics/eksa-metrics/pkg/dashboards"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
@@ -144,6 +152,35 @@ func TestControllerRepairsDriftInEveryCluster(t *testing.T) {
 		return err
 	})
 	t.Logf("DaemonSet %s/%s deleted in w1: restored after %s", templates.SystemNS, templates.NodeDS, time.Since(start).Round(100*time.Millisecond))
+	// The repair counts in the controller's metrics, for w1 only.
+	f.waitFor(t, "a drift repair of w1 counted", func() error {
+		if n := fleetMetric(t, "eksa_metrics_drift_repairs_total", map[string]string{"cluster_namespace": "default", "cluster": "w1"}); n < 1 {
+			return fmt.Errorf("eksa_metrics_drift_repairs_total{cluster=w1} = %v", n)
+		}
+		return nil
+	})
+	for _, name := range []string{"w1", "w2", "mgmt"} {
+		if v := fleetMetric(t, "eksa_metrics_cluster_applied", map[string]string{"cluster_namespace": "default", "cluster": name}); v != 1 {
+			t.Errorf("eksa_metrics_cluster_applied{cluster=%s} = %v, want 1", name, v)
+		}
+	}
+	// Every controller metric a management or fleet dashboard panel or alert
+	// reads is one this controller-runtime manager serves (no dead panel).
+	served := map[string]bool{}
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range families {
+		served[fam.GetName()] = true
+	}
+	read := controllerMetricsRead(t)
+	for _, m := range read {
+		if !served[m] {
+			t.Errorf("a dashboard or an alert reads %s, which the controller-runtime manager does not serve", m)
+		}
+	}
+	t.Logf("the dashboards and alerts read %d controller metrics, all served: %v", len(read), read)
 
 	// Someone widens the reader binding: the subjects go back to the
 	// MetricsConfig's scrapers.
@@ -231,6 +268,93 @@ func TestControllerUnreachableClusterDoesNotHoldTheOthers(t *testing.T) {
 	if cond := readyCondition(t, f); cond["status"] != "False" || !strings.Contains(fmt.Sprint(cond["message"]), "2 of 3") {
 		t.Errorf("Ready: %v", cond)
 	}
+	// The controller's metrics say the same, per Cluster.
+	for name, want := range map[string][2]float64{"w1": {1, 0}, "w2": {1, 0}, "w3": {0, 1}} {
+		lbls := map[string]string{"cluster_namespace": "default", "cluster": name}
+		if a, u := fleetMetric(t, "eksa_metrics_cluster_applied", lbls), fleetMetric(t, "eksa_metrics_cluster_unreachable", lbls); a != want[0] || u != want[1] {
+			t.Errorf("%s: eksa_metrics_cluster_applied %v, eksa_metrics_cluster_unreachable %v, want %v", name, a, u, want)
+		}
+	}
+}
+
+// controllerMetricMatch names the metrics a controller-runtime manager
+// serves (and eksa-metrics' controller's own).
+var controllerMetricMatch = regexp.MustCompile(`\b(eksa_metrics_[a-z_]+|controller_runtime_[a-z_]+|workqueue_[a-z_]+|leader_election_[a-z_]+)\b`)
+
+// controllerMetricsRead lists the controller metrics the dashboards and
+// alerts of a management cluster read.
+func controllerMetricsRead(t testing.TB) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../../examples/vsphere-management.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := spec.Load("vsphere-management.yaml", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := render.RenderFile(in, spec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exprs []string
+	for _, d := range dashboards.Dashboards(r.Config) {
+		for _, p := range d.Panels {
+			exprs = append(exprs, p.Expr)
+		}
+	}
+	for _, g := range templates.RuleGroups(r.Config) {
+		for _, a := range g.Alerts {
+			exprs = append(exprs, a.Expr)
+		}
+	}
+	var out []string
+	for _, e := range exprs {
+		for _, m := range controllerMetricMatch.FindAllString(e, -1) {
+			m = strings.TrimSuffix(strings.TrimSuffix(m, "_bucket"), "_count")
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.Sort(out)
+	if len(out) < 8 {
+		t.Fatalf("only %v read", out)
+	}
+	return out
+}
+
+// fleetMetric is the value of the controller's series with these labels
+// (the controller runs in this process: controller-runtime's registry, the
+// one its metrics endpoint serves), -1 when there is none.
+func fleetMetric(t testing.TB, name string, match map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range families {
+		if fam.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range fam.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range match {
+				if got[k] != v {
+					continue series
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
 }
 
 func controllerReason(r string) string { return "reason:" + r }
