@@ -184,3 +184,57 @@ func mustRead(t *testing.T, name string) []byte {
 	}
 	return b
 }
+
+// Grafana Alloy gets its dashboards' job names (in the ServiceMonitors, the
+// rules and the dashboards alike), never a file reference, and a spec that
+// names no ServiceAccount scraper or asks for file credentials is refused.
+func TestGrafanaAlloy(t *testing.T) {
+	raw := string(mustRead(t, "../../examples/vsphere-management.yaml"))
+	withScraper := scrapeConfigBlock.ReplaceAllString(raw, "  scrapeConfig:\n    stack: grafana-alloy\n")
+	withScraper = strings.Replace(withScraper, "name: prometheus-k8s", "name: alloy-metrics", 1)
+	r := renderBytes(t, "x.yaml", []byte(withScraper), spec.Options{})
+	jobs := map[string]string{}
+	for _, o := range r.Objects {
+		if o.Kind() != "ServiceMonitor" {
+			continue
+		}
+		comp := o.Object["metadata"].(map[string]any)["labels"].(map[string]any)[templates.ComponentLabel].(string)
+		for _, ep := range o.Object["spec"].(map[string]any)["endpoints"].([]any) {
+			rules, _ := ep.(map[string]any)["relabelings"].([]any)
+			for _, rl := range rules {
+				if rule := rl.(map[string]any); rule["targetLabel"] == "job" {
+					jobs[comp] = rule["replacement"].(string)
+				}
+			}
+		}
+	}
+	want := map[string]string{"kube-apiserver": "integrations/kubernetes/kube-apiserver", "kube-proxy": "integrations/kubernetes/kube-proxy", "etcd": "integrations/etcd"}
+	for id, job := range want {
+		if jobs[id] != job {
+			t.Errorf("%s: job %q, want %q", id, jobs[id], job)
+		}
+	}
+	if !slices.Contains(templates.ExposedJobs(r.Config), "integrations/etcd") || slices.Contains(templates.ExposedJobs(r.Config), "kubelet") {
+		t.Errorf("the rules' and dashboards' jobs: %v", templates.ExposedJobs(r.Config))
+	}
+	if n, files := fileReferences(t, r); n == 0 || len(files) > 0 {
+		t.Errorf("%d by reference, file references %v", n, files)
+	}
+	if len(r.Files[templates.K8sMonitoringValuesFile]) == 0 {
+		t.Error("no k8s-monitoring values")
+	}
+	for _, bad := range []string{
+		scrapeConfigBlock.ReplaceAllString(raw, "  scrapeConfig:\n    stack: grafana-alloy\n    namespace: grafana\n"), // the scraper is of monitoring
+		strings.Replace(withScraper, "    stack: grafana-alloy\n", "    stack: grafana-alloy\n    credentials: file\n", 1),
+	} {
+		f, err := spec.Load("x.yaml", strings.NewReader(bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := render.RenderFile(f, spec.Options{}); err == nil {
+			t.Errorf("accepted:\n%s", bad[strings.Index(bad, "kind: MetricsConfig"):])
+		} else {
+			t.Logf("refused: %v", err)
+		}
+	}
+}

@@ -66,6 +66,13 @@ type Stack struct {
 	// GrafanaSidecar: the stack's Grafana loads dashboards from ConfigMaps
 	// labelled grafana_dashboard: "1" (kube-prometheus-stack's sidecar).
 	GrafanaSidecar bool
+	// Jobs are the job labels the stack's dashboards expect, by component
+	// (components.ID), where they differ from the catalog's.
+	Jobs map[string]string
+	// NoFileCredentials: the stack refuses ServiceMonitors that read files
+	// of its pod (Grafana Alloy 1.19 and later by default), so the
+	// credentials must be references.
+	NoFileCredentials bool
 }
 
 // Stacks are the monitoring stacks of scrapeConfig.stack, by name ("" is no
@@ -116,12 +123,20 @@ var Stacks = map[metricsv1alpha1.Stack]Stack{
 	// The OpenTelemetry Operator's Target Allocator reads ServiceMonitors
 	// (and refuses file references with denyFSAccessThroughSMs); the
 	// collectors run as <name>-collector.
-	metricsv1alpha1.StackOpenTelemetryOperator: {ServiceMonitors: true, Namespace: "opentelemetry",
+	metricsv1alpha1.StackOpenTelemetryOperator: {ServiceMonitors: true, Namespace: "opentelemetry", NoFileCredentials: true,
 		ReleaseRequired: true, ReleaseAllowed: true, ReleaseNames: "the OpenTelemetryCollector name", ReleaseMeans: "the name of the OpenTelemetryCollector whose Target Allocator reads the ServiceMonitors; its collectors run as the ServiceAccount <name>-collector",
 		Scraper: func(release, ns string) *metricsv1alpha1.Scraper {
 			return serviceAccount(truncate(release+"-collector", 63), ns)
 		},
 		ConfigFile: "opentelemetry-collector.yaml", MonitorsAlone: true, NoRuleEvaluation: true},
+	// Grafana Alloy (grafana/k8s-monitoring 4.x) reads the ServiceMonitors
+	// with prometheusOperatorObjects, refuses file references (Alloy 1.19),
+	// scrapes the kubelets and cAdvisor itself, and its dashboards expect
+	// integrations/... jobs (feature-cluster-metrics values.yaml,
+	// integrations/etcd-values.yaml).
+	metricsv1alpha1.StackGrafanaAlloy: {ServiceMonitors: true, Namespace: "monitoring",
+		ScrapesItself: []string{"kubelet"}, ConfigFile: "k8s-monitoring-values.yaml", MonitorsAlone: true, NoFileCredentials: true,
+		Jobs: map[string]string{"kube-apiserver": "integrations/kubernetes/kube-apiserver", "kube-proxy": "integrations/kubernetes/kube-proxy", "etcd": "integrations/etcd"}},
 	// The VictoriaMetrics operator converts ServiceMonitors into
 	// VMServiceScrapes; a vmagent without it reads the plain scrape file.
 	// An operator VMAgent <name> runs as vmagent-<name>.

@@ -138,6 +138,12 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	switch v := sc.Credentials; {
 	case v != "" && !slices.Contains(credentials, v):
 		mErrs = append(mErrs, field.NotSupported(root.Child("scrapeConfig", "credentials"), v, credentials))
+	case v == metricsv1alpha1.CredentialsFile && Stacks[sc.Stack].NoFileCredentials:
+		mErrs = append(mErrs, field.Invalid(root.Child("scrapeConfig", "credentials"), string(v), fmt.Sprintf("stack %s refuses ServiceMonitors that read files of its pod; leave credentials unset (a token Secret of the scraper)", sc.Stack)))
+	case Stacks[sc.Stack].NoFileCredentials && c.ServiceMonitors && c.TokenServiceAccount == "" && len(scraperErrs) == 0:
+		mErrs = append(mErrs, field.Required(root.Child("scrapers"), fmt.Sprintf(
+			"stack %s accepts only ServiceMonitors that take the scraper's token from a Secret, which must be of a ServiceAccount of namespace %s: list the ServiceAccount its collector runs as, {kind: ServiceAccount, name: <name>, namespace: %s} (kubectl -n %s get serviceaccounts)",
+			sc.Stack, c.MonitoringNamespace, c.MonitoringNamespace, c.MonitoringNamespace)))
 	case !c.ServiceMonitors || c.TokenServiceAccount != "" || len(scrapers) == 0 || len(scraperErrs) > 0:
 	case v == metricsv1alpha1.CredentialsSecret:
 		mErrs = append(mErrs, field.Invalid(root.Child("scrapeConfig", "credentials"), string(v), noTokenSecret+", or set scrapeConfig.credentials: file"))
@@ -303,7 +309,7 @@ func validateScrapers(scrapers []metricsv1alpha1.Scraper, p *field.Path) (field.
 	var errs field.ErrorList
 	var warns []located
 	if len(scrapers) == 0 {
-		return append(errs, field.Required(p, "at least one identity that may read metrics, e.g. {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}, or a scrapeConfig.stack whose Prometheus identity is known (kube-prometheus-stack with its release, kube-prometheus, eks-anywhere)")), nil
+		return append(errs, field.Required(p, "at least one identity that may read metrics, e.g. {kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}, or a scrapeConfig.stack whose scraper is known ("+strings.Join(knownScraperStacks(), ", ")+")")), nil
 	}
 	seen := map[metricsv1alpha1.Scraper]int{}
 	for i, s := range scrapers {
@@ -428,6 +434,23 @@ func ClusterNameProblems(name string) []string {
 // path is relative to the section, e.g. "zPages".
 func (in *Input) MetricsIssue(path, detail string) Issue {
 	return Issue{Doc: DocMetrics, Field: in.MetricsRoot().String() + "." + path, Detail: detail, Warning: true}
+}
+
+// knownScraperStacks names the stacks that default the scrapers, and what
+// they need for it.
+func knownScraperStacks() []string {
+	var out []string
+	for _, name := range metricsv1alpha1.Stacks {
+		row := Stacks[name]
+		switch {
+		case row.Scraper == nil:
+		case row.Scraper("", row.Namespace) == nil:
+			out = append(out, string(name)+" with its release")
+		default:
+			out = append(out, string(name))
+		}
+	}
+	return out
 }
 
 // releaseStacks names the stacks that take scrapeConfig.release, with what

@@ -14,6 +14,7 @@ import (
 const (
 	ADOTPackageFile            = "adot-package.yaml"
 	OpenTelemetryCollectorFile = "opentelemetry-collector.yaml"
+	K8sMonitoringValuesFile    = "k8s-monitoring-values.yaml"
 	// RemoteWritePlaceholder stands for what the user completes: the
 	// remote-write endpoint (an Amazon Managed Service for Prometheus
 	// workspace's, for ADOT) and its region.
@@ -162,6 +163,37 @@ spec:
           exporters: [prometheusremotewrite]
 `, c.ClusterName, c.MonitoringNamespace, RemoteWritePlaceholder, OpenTelemetryCollectorFile, c.MonitoringNamespace, c.TokenServiceAccount,
 		yamlScalar(c.Release), yamlScalar(c.MonitoringNamespace), ManagedByLabel, Prefix, RemoteWritePlaceholder)
+}
+
+// k8sMonitoringValues are values for grafana/k8s-monitoring (4.x): its
+// own control-plane scrapes off (they reach the components on the pod IP
+// with verification off, where EKS Anywhere binds them to 127.0.0.1), and
+// Alloy reading the ServiceMonitors (charts/k8s-monitoring/charts/
+// feature-cluster-metrics/values.yaml, feature-prometheus-operator-objects).
+func k8sMonitoringValues(c *spec.Config) string {
+	return fmt.Sprintf(`# Rendered by eksa-metrics for cluster %q. Merge into the values of your
+# grafana/k8s-monitoring release:
+#   helm upgrade <release> grafana/k8s-monitoring -n %s --reuse-values -f %s
+# Its own control-plane scrapes go (eksa-metrics' ServiceMonitors reach the
+# components through its proxies, verified, with the job names of its
+# dashboards); the kubelet and cAdvisor scrapes stay. List the ServiceAccount
+# of the Alloy that reads ServiceMonitors in the metrics section's scrapers.
+clusterMetrics:
+  controlPlane:
+    enabled: false
+  apiServer:
+    enabled: false
+  kubeControllerManager:
+    enabled: false
+  kubeScheduler:
+    enabled: false
+  kubeProxy:
+    enabled: false
+prometheusOperatorObjects:
+  enabled: true
+  serviceMonitors:
+    enabled: true
+`, c.ClusterName, c.MonitoringNamespace, K8sMonitoringValuesFile)
 }
 
 // indentLines prefixes every non-empty line of s.

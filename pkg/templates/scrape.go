@@ -75,6 +75,9 @@ func targets(c *spec.Config) []target {
 		if ServesCertificate(c, comp) {
 			t.serverName, t.insecure, t.ownCA = ServingName(comp.ID), "", true
 		}
+		if job, ok := profileOf(c).Jobs[string(comp.ID)]; ok {
+			t.job = job
+		}
 		out = append(out, t)
 	}
 	for _, m := range ManagementComponents(c) {
@@ -204,6 +207,9 @@ func ServiceMonitors(c *spec.Config) []Object {
 			}
 			if labelsPath(t, p) {
 				ep.RelabelConfigs = append(ep.RelabelConfigs, metricsPathLabel.operator())
+			}
+			if t.job != t.comp.Job && !t.mgmt { // the stack's own job names
+				ep.RelabelConfigs = append(ep.RelabelConfigs, relabel{TargetLabel: "job", Replacement: t.job, Action: "replace"}.operator())
 			}
 			for _, d := range drops(c, t, p) {
 				ep.MetricRelabelConfigs = append(ep.MetricRelabelConfigs, d.operator())

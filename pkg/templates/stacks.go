@@ -166,6 +166,9 @@ var configFiles = map[string]configFile{
 	ADOTPackageFile: {adotPackage, func(c *spec.Config, name string) (string, string) {
 		return "complete its remote-write exporter (endpoint and region), then create the ADOT Package on the management cluster", "eksctl anywhere create packages -f " + name
 	}},
+	K8sMonitoringValuesFile: {k8sMonitoringValues, func(c *spec.Config, name string) (string, string) {
+		return "merge it into the values of your grafana/k8s-monitoring release", "helm upgrade <release> grafana/k8s-monitoring -n " + c.MonitoringNamespace + " --reuse-values -f " + name
+	}},
 	OpenTelemetryCollectorFile: {otelCollector, func(c *spec.Config, name string) (string, string) {
 		return "complete its remote-write exporter, then create the OpenTelemetryCollector in the workload cluster", "kubectl apply -f " + name
 	}},

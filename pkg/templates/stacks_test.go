@@ -30,6 +30,11 @@ func TestStacksAreOneTable(t *testing.T) {
 		if _, ok := configFiles[row.ConfigFile]; row.ConfigFile != "" && !ok {
 			t.Errorf("stack %q has config file %q, which nothing renders", name, row.ConfigFile)
 		}
+		for id := range row.Jobs {
+			if !slices.ContainsFunc(components.ClusterCatalog, func(c components.Cluster) bool { return string(c.ID) == id }) {
+				t.Errorf("stack %q names a job for %q, which is no component", name, id)
+			}
+		}
 		if row.ConfigFileScrapes && row.ConfigFile == "" {
 			t.Errorf("stack %q: its config file scrapes, but it has none", name)
 		}

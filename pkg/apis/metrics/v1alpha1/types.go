@@ -279,7 +279,7 @@ const (
 )
 
 // Stack is a monitoring stack profile.
-// +kubebuilder:validation:Enum="";kube-prometheus-stack;kube-prometheus;eks-anywhere;prometheus;adot;opentelemetry-operator;victoriametrics
+// +kubebuilder:validation:Enum="";kube-prometheus-stack;kube-prometheus;eks-anywhere;prometheus;adot;opentelemetry-operator;victoriametrics;grafana-alloy
 type Stack string
 
 // The monitoring stacks eksa-metrics renders for.
@@ -300,6 +300,9 @@ const (
 	// StackVictoriaMetrics is the VictoriaMetrics operator (which converts
 	// ServiceMonitors) or a vmagent reading the plain scrape file.
 	StackVictoriaMetrics Stack = "victoriametrics"
+	// StackGrafanaAlloy is Grafana Alloy of grafana/k8s-monitoring, reading
+	// the ServiceMonitors (prometheusOperatorObjects).
+	StackGrafanaAlloy Stack = "grafana-alloy"
 	// DefaultEKSAPackageRelease and DefaultADOTPackageRelease are the
 	// Package names eksctl anywhere generates.
 	DefaultEKSAPackageRelease = "generated-prometheus"
@@ -307,7 +310,7 @@ const (
 )
 
 // Stacks lists the stack names accepted in scrapeConfig.stack.
-var Stacks = []Stack{StackKubePrometheusStack, StackKubePrometheus, StackEKSAnywhere, StackPrometheus, StackADOT, StackOpenTelemetryOperator, StackVictoriaMetrics}
+var Stacks = []Stack{StackKubePrometheusStack, StackKubePrometheus, StackEKSAnywhere, StackPrometheus, StackADOT, StackOpenTelemetryOperator, StackVictoriaMetrics, StackGrafanaAlloy}
 
 // Images overrides the proxy images.
 type Images struct {
