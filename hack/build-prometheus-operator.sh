@@ -10,10 +10,10 @@
 # it: each becomes the version the operator's go.mod requires (published with
 # a matching pkg/.../vX.Y.Z tag).
 #
-# usage: hack/build-prometheus-operator.sh [v0.85.0]
+# usage: hack/build-prometheus-operator.sh [v0.93.1]
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-VERSION="${1:-v0.85.0}"
+VERSION="${1:-v0.93.1}"
 MODULE=github.com/prometheus-operator/prometheus-operator
 NAME="prometheus-operator-${VERSION}"
 STAMP="${VERSION} $(recipe_hash "${BASH_SOURCE[0]}" "${ROOT}/hack/lib.sh")"

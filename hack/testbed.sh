@@ -12,7 +12,7 @@ ETCD_VERSION=v3.6.8
 KUBE_RBAC_PROXY_VERSION=v0.19.1
 CLUSTER_API_VERSION=v1.13.2
 PROMETHEUS_VERSION=v0.316.0
-PROMETHEUS_OPERATOR_VERSION=v0.85.0
+PROMETHEUS_OPERATOR_VERSION=v0.93.1 # the newest whose pkg/client the module proxy serves (v0.94 and v0.95: 403)
 CONTROLLER_TOOLS_VERSION=v0.21.0 # the one built on Kubernetes 0.36, like the rest
 CERT_MANAGER_VERSION=v1.20.2 # the release EKS Anywhere v0.26 ships
 # The agents that are not a Prometheus server: the OpenTelemetry Collector

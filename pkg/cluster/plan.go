@@ -64,6 +64,9 @@ func (c *Cluster) resource(obj map[string]any) (dynamic.ResourceInterface, *meta
 		if meta.IsNoMatchError(err) && gvk.Group == "cert-manager.io" {
 			return nil, nil, fmt.Errorf("the %s has no %s (%s): tls.certificates is cert-manager, so cert-manager must run in that cluster; install it, or set tls.certificates: eksa-metrics (apply then issues the certificates itself)", c, gvk.Kind, gvk.GroupVersion())
 		}
+		if meta.IsNoMatchError(err) && gvk.Kind == "PrometheusRule" {
+			return nil, nil, fmt.Errorf("the %s has no %s (%s), which carries eksa-metrics' alerting rules next to the ServiceMonitors: install prometheus-operator's CRDs (the ServiceMonitor's come with it), or set scrapeConfig.serviceMonitors: false and load the rule file (docs/alerts.md)", c, gvk.Kind, gvk.GroupVersion())
+		}
 		if meta.IsNoMatchError(err) {
 			return nil, nil, fmt.Errorf("the %s has no %s (%s): install its CRD first, or turn off what needs it in the metrics section", c, gvk.Kind, gvk.GroupVersion())
 		}
