@@ -71,6 +71,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 			mcKey := client.ObjectKeyFromObject(mc)
 			st, renewAt := r.applyCluster(ctx, mc, w.obj, r.results.status(mcKey, w.key.Name))
 			next = append(next, r.results.set(mcKey, st, st.LastError != ""))
+			observeRenewal(mcKey, w.key.Name, renewAt)
 			if d := untilRenewal([]time.Time{renewAt}, time.Now()); d > 0 {
 				next = append(next, d)
 			}

@@ -31,6 +31,10 @@ var (
 		Name: "eksa_metrics_cluster_last_applied_timestamp_seconds",
 		Help: "When the controller last applied the Cluster successfully (Unix time).",
 	}, fleetLabels)
+	certificateRenewal = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eksa_metrics_serving_certificate_renewal_timestamp_seconds",
+		Help: "When the earliest of the Cluster's serving certificates is due for renewal (Unix time; at two thirds of its lifetime), as of the last successful apply.",
+	}, fleetLabels)
 	driftRepairs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eksa_metrics_drift_repairs_total",
 		Help: "Re-plans of the Cluster because another writer changed, or deleted, what eksa-metrics applied to it.",
@@ -38,7 +42,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(clusterApplied, clusterUnreachable, clusterLastApplied, driftRepairs)
+	metrics.Registry.MustRegister(clusterApplied, clusterUnreachable, clusterLastApplied, certificateRenewal, driftRepairs)
 }
 
 func fleetValues(mc types.NamespacedName, cluster string) []string {
@@ -62,6 +66,15 @@ func observe(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus, now time
 	}
 }
 
+// observeRenewal records when the Cluster's serving certificates are next
+// due for renewal (zero: none, or the apply failed and the last value
+// stays, so that a renewal that keeps failing shows as overdue).
+func observeRenewal(mc types.NamespacedName, cluster string, at time.Time) {
+	if !at.IsZero() {
+		certificateRenewal.WithLabelValues(fleetValues(mc, cluster)...).Set(float64(at.Unix()))
+	}
+}
+
 // unobserve drops a Cluster's series once no MetricsConfig keeps it (empty
 // cluster: every Cluster of the MetricsConfig).
 func unobserve(mc types.NamespacedName, cluster string) {
@@ -69,7 +82,7 @@ func unobserve(mc types.NamespacedName, cluster string) {
 	if cluster != "" {
 		match["cluster"] = cluster
 	}
-	for _, v := range []*prometheus.GaugeVec{clusterApplied, clusterUnreachable, clusterLastApplied} {
+	for _, v := range []*prometheus.GaugeVec{clusterApplied, clusterUnreachable, clusterLastApplied, certificateRenewal} {
 		v.DeletePartialMatch(match)
 	}
 }

@@ -59,6 +59,7 @@ func Dashboards(c *spec.Config) []Dashboard {
 			{Title: "Clusters not applied", Expr: "eksa_metrics_cluster_applied == 0", Legend: "{{cluster_namespace}}/{{cluster}}"},
 			{Title: "Workload clusters unreachable", Expr: "eksa_metrics_cluster_unreachable == 1", Legend: "{{cluster_namespace}}/{{cluster}}"},
 			{Title: "Since the last apply", Unit: "s", Expr: "time() - eksa_metrics_cluster_last_applied_timestamp_seconds", Legend: "{{cluster_namespace}}/{{cluster}}"},
+			{Title: "Until the serving certificates' renewal", Description: "Negative: renewal is overdue (EksaMetricsCertificateRenewalOverdue).", Unit: "s", Expr: "eksa_metrics_serving_certificate_renewal_timestamp_seconds - time()", Legend: "{{cluster_namespace}}/{{cluster}}"},
 			{Title: "Drift repairs per hour", Expr: "sum by (cluster_namespace, cluster) (increase(eksa_metrics_drift_repairs_total[1h]))", Legend: "{{cluster_namespace}}/{{cluster}}"},
 		}})
 	}

@@ -183,6 +183,14 @@ func fleetAlerts() []Alert {
 		Description: "The eksa-metrics controller has not reached the API server of Cluster {{ $labels.cluster_namespace }}/{{ $labels.cluster }} for 10 minutes (its kubeconfig Secret {{ $labels.cluster }}-kubeconfig in eksa-system, or the endpoint). " + status + "; `kubectl --kubeconfig <(kubectl -n eksa-system get secret {{ $labels.cluster }}-kubeconfig -o jsonpath='{.data.value}' | base64 -d) get --raw /readyz`.",
 		Metrics:     []string{"eksa_metrics_cluster_unreachable"},
 	}, {
+		// The controller renews a serving certificate at two thirds of its
+		// lifetime; an hour past that, renewal is failing, with a third of
+		// the lifetime left to fix it before the scrapes fail verification.
+		Name: "EksaMetricsCertificateRenewalOverdue", Expr: "time() - eksa_metrics_serving_certificate_renewal_timestamp_seconds > 3600", For: "0m", Severity: "warning",
+		Summary:     "the serving certificates of {{ $labels.cluster_namespace }}/{{ $labels.cluster }} are not renewed",
+		Description: "A serving certificate of the proxies of Cluster {{ $labels.cluster_namespace }}/{{ $labels.cluster }} was due for renewal more than an hour ago and the controller has not renewed it; when it expires, every scrape of those proxies fails verification. " + status + "; `eksa-metrics validate -f <cluster spec> --kubeconfig <management kubeconfig>` (check serving-certificates).",
+		Metrics:     []string{"eksa_metrics_serving_certificate_renewal_timestamp_seconds"},
+	}, {
 		// Drift is repaired within a minute; more than six repairs an hour
 		// is another writer fighting eksa-metrics over the same objects.
 		Name: "EksaMetricsDriftRepeated", Expr: "increase(eksa_metrics_drift_repairs_total[1h]) > 6", For: "0m", Severity: "warning",

@@ -100,6 +100,15 @@ var alertCases = []alertCase{{
 	summary: "the workload cluster of fleet/w3 does not answer",
 	desc:    "The eksa-metrics controller has not reached the API server of Cluster fleet/w3 for 10 minutes (its kubeconfig Secret w3-kubeconfig in eksa-system, or the endpoint). `kubectl -n fleet get metricsconfig all -o yaml` (status.clusters names the condition and the error); `kubectl --kubeconfig <(kubectl -n eksa-system get secret w3-kubeconfig -o jsonpath='{.data.value}' | base64 -d) get --raw /readyz`.",
 }, {
+	alert: "EksaMetricsCertificateRenewalOverdue", evalAt: "3h",
+	series: map[string]string{
+		`eksa_metrics_serving_certificate_renewal_timestamp_seconds{cluster_namespace="fleet",cluster="w1",metricsconfig="all"}`: "3600x200",           // due at 1h, not renewed
+		`eksa_metrics_serving_certificate_renewal_timestamp_seconds{cluster_namespace="fleet",cluster="w2",metricsconfig="all"}`: "3600x100 90000x100", // renewed after 100 minutes
+	},
+	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w1", "metricsconfig": "all", "severity": "warning"},
+	summary: "the serving certificates of fleet/w1 are not renewed",
+	desc:    "A serving certificate of the proxies of Cluster fleet/w1 was due for renewal more than an hour ago and the controller has not renewed it; when it expires, every scrape of those proxies fails verification. `kubectl -n fleet get metricsconfig all -o yaml` (status.clusters names the condition and the error); `eksa-metrics validate -f <cluster spec> --kubeconfig <management kubeconfig>` (check serving-certificates).",
+}, {
 	alert: "EksaMetricsDriftRepeated", evalAt: "60m",
 	series: map[string]string{
 		`eksa_metrics_drift_repairs_total{cluster_namespace="fleet",cluster="w1"}`: "0+1x70",    // every minute

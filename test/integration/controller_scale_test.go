@@ -160,8 +160,12 @@ func TestControllerRepairsDriftInEveryCluster(t *testing.T) {
 		return nil
 	})
 	for _, name := range []string{"w1", "w2", "mgmt"} {
-		if v := fleetMetric(t, "eksa_metrics_cluster_applied", map[string]string{"cluster_namespace": "default", "cluster": name}); v != 1 {
+		lbls := map[string]string{"cluster_namespace": "default", "cluster": name}
+		if v := fleetMetric(t, "eksa_metrics_cluster_applied", lbls); v != 1 {
 			t.Errorf("eksa_metrics_cluster_applied{cluster=%s} = %v, want 1", name, v)
+		}
+		if v := fleetMetric(t, "eksa_metrics_serving_certificate_renewal_timestamp_seconds", lbls); v < float64(time.Now().Unix()) {
+			t.Errorf("eksa_metrics_serving_certificate_renewal_timestamp_seconds{cluster=%s} = %v, not in the future", name, v)
 		}
 	}
 	// Every controller metric a management or fleet dashboard panel or alert
