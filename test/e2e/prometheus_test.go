@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -500,7 +501,10 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
 	files := c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
 	files["s.yaml"] = file
-	files["rules.yaml"] = templates.RulesFile(r.Config)
+	// The rendered rules with every for: cut to 10 seconds, so that a break
+	// fires here within a minute (promtool tests the real durations:
+	// TestAlertsWithPromtool).
+	files["rules.yaml"] = forClause.ReplaceAllString(templates.RulesFile(r.Config), "${1}for: 10s")
 	p := c.StartPrometheus(t, node, 9096, sa.Namespace, sa.Name, main, files)
 	defer p.Proc.Stop()
 	p.WaitTargets(t, "every target up before the break", 90*time.Second, func(ts []framework.Target) error {
@@ -534,6 +538,7 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		}
 	}
 
+	unbound := time.Now()
 	if err := c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, templates.ReaderRole, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -557,25 +562,24 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		}
 		return nil
 	})
-	// The rule says it too: EksaMetricsTargetDown pending (its for: is
-	// 10 minutes) for each refused job.
-	var pending []string
-	framework.WaitFor(t, "EksaMetricsTargetDown pending for the refused jobs", 60*time.Second, func() (bool, error) {
-		pending = nil
+	// The rule says it too: EksaMetricsTargetDown firing for each refused job.
+	var firing []string
+	framework.WaitFor(t, "EksaMetricsTargetDown firing for the refused jobs", 60*time.Second, func() (bool, error) {
+		firing = nil
 		for _, a := range p.Alerts(t) {
-			if a.Labels["alertname"] == "EksaMetricsTargetDown" && !slices.Contains(pending, a.Labels["job"]) {
-				pending = append(pending, a.Labels["job"])
+			if a.Labels["alertname"] == "EksaMetricsTargetDown" && a.State == "firing" && !slices.Contains(firing, a.Labels["job"]) {
+				firing = append(firing, a.Labels["job"])
 			}
 		}
-		slices.Sort(pending)
+		slices.Sort(firing)
 		for _, job := range []string{"apiserver", "kube-controller-manager", "kube-scheduler"} {
-			if !slices.Contains(pending, job) {
-				return false, fmt.Errorf("pending for %v", pending)
+			if !slices.Contains(firing, job) {
+				return false, fmt.Errorf("firing for %v", firing)
 			}
 		}
 		return true, nil
 	})
-	t.Logf("without the reader binding, EksaMetricsTargetDown is pending for %v", pending)
+	t.Logf("without the reader binding, EksaMetricsTargetDown fired for %v %s after the binding was deleted (for: 10s)", firing, time.Since(unbound).Round(time.Second))
 	// verify says the same, with the reason.
 	v := vr.until("the scraper refused by the API server, kube-controller-manager and kube-scheduler", func(v verifyRun) bool {
 		for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
@@ -615,6 +619,9 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		wrongCA(t, c, p, r, proxies)
 	}
 }
+
+// forClause is the for: of a rule in a rendered rule file.
+var forClause = regexp.MustCompile(`(?m)^(\s+)for: \S+$`)
 
 func writeFileErr(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
 
