@@ -238,3 +238,32 @@ func TestGrafanaAlloy(t *testing.T) {
 		}
 	}
 }
+
+// kube-prometheus-stack's Grafana sidecar gets every dashboard as a
+// ConfigMap labelled grafana_dashboard: "1", holding the JSON file's bytes;
+// a stack without the sidecar gets the files only.
+func TestDashboardConfigMapsForTheSidecar(t *testing.T) {
+	for _, tc := range []struct {
+		scrapeConfig string
+		want         int
+	}{{"    stack: kube-prometheus-stack\n    release: kps\n", 3}, {"    stack: kube-prometheus\n", 0}} {
+		r := withStack(t, tc.scrapeConfig)
+		got := 0
+		for _, o := range r.Objects {
+			md := o.Object["metadata"].(map[string]any)
+			lbls, _ := md["labels"].(map[string]any)
+			if o.Kind() != "ConfigMap" || lbls[templates.GrafanaDashboardLabel] != "1" {
+				continue
+			}
+			got++
+			for key, js := range o.Object["data"].(map[string]any) {
+				if string(r.Dashboards[key]) != js {
+					t.Errorf("%s: ConfigMap %s key %s is not the dashboard file", tc.scrapeConfig, md["name"], key)
+				}
+			}
+		}
+		if got != tc.want || len(r.Dashboards) != 3 {
+			t.Errorf("%s: %d sidecar ConfigMaps (want %d), %d dashboard files", tc.scrapeConfig, got, tc.want, len(r.Dashboards))
+		}
+	}
+}

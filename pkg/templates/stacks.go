@@ -135,6 +135,21 @@ func PackageObjects(c *spec.Config) []Object {
 	}}
 }
 
+// GrafanaDashboardLabel is the label kube-prometheus-stack's Grafana
+// sidecar loads dashboards from (its values: grafana.sidecar.dashboards.label
+// and labelValue "1").
+const GrafanaDashboardLabel = "grafana_dashboard"
+
+// DashboardConfigMap carries one dashboard's JSON for the Grafana sidecar
+// of the stack (spec.Stack.GrafanaSidecar), in the monitoring namespace.
+func DashboardConfigMap(c *spec.Config, name string, js []byte) Object {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-dashboard", Namespace: c.MonitoringNamespace, Labels: labels(map[string]string{GrafanaDashboardLabel: "1"})},
+		Data:       map[string]string{name + ".json": string(js)},
+	}
+	return toObject("v1", "ConfigMap", cm)
+}
+
 // StackFiles are files of the kustomize directory that are not applied: the
 // stack's own configuration (spec.Stack.ConfigFile), for the user to merge
 // or complete.
