@@ -144,6 +144,7 @@ func TestOpenTelemetryCollector(t *testing.T) {
 				Enabled      bool
 				PrometheusCR struct {
 					Enabled                bool
+					DenyFS                 bool `json:"denyFSAccessThroughSMs"`
 					ServiceMonitorSelector struct {
 						MatchLabels map[string]string `json:"matchLabels"`
 					} `json:"serviceMonitorSelector"`
@@ -155,7 +156,7 @@ func TestOpenTelemetryCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	ta := col.Spec.TargetAllocator
-	if col.Kind != "OpenTelemetryCollector" || !ta.Enabled || !ta.PrometheusCR.Enabled || len(ta.PrometheusCR.ServiceMonitorSelector.MatchLabels) == 0 {
+	if col.Kind != "OpenTelemetryCollector" || !ta.Enabled || !ta.PrometheusCR.Enabled || !ta.PrometheusCR.DenyFS || len(ta.PrometheusCR.ServiceMonitorSelector.MatchLabels) == 0 {
 		t.Fatalf("the collector: %+v", col)
 	}
 	monitors := 0

@@ -119,6 +119,8 @@ spec:
 // cert-manager; earlier releases had the operator.targetallocator.mtls
 // feature gate). Sources: open-telemetry/opentelemetry-operator
 // internal/naming/main.go (the ServiceAccounts), CHANGELOG 0.153.0,
+// apis/v1beta1/opentelemetrycollector_types.go (targetAllocator.mtls),
+// apis/v1beta1/targetallocator_types.go (prometheusCR.denyFSAccessThroughSMs),
 // cmd/otel-allocator/internal/server/server.go.
 func otelCollector(c *spec.Config) string {
 	return fmt.Sprintf(`# Rendered by eksa-metrics for cluster %q: an OpenTelemetryCollector whose
@@ -144,6 +146,8 @@ spec:
       enabled: true
     prometheusCR:
       enabled: true
+      # The ServiceMonitors read no file of the collectors' pods.
+      denyFSAccessThroughSMs: true
       scrapeInterval: 30s
       serviceMonitorSelector:
         matchLabels:
