@@ -248,13 +248,21 @@ func (e *ConflictError) Error() string {
 		e.Object, e.Cluster, strings.Join(e.Details, "\n  "))
 }
 
-// Execute sends every step that is not unchanged, in order.
+// namespaceOf is a namespace of one cluster.
+type namespaceOf struct {
+	cluster *Cluster
+	name    string
+}
+
+// Execute sends every step that is not unchanged, in order. Each namespace
+// is read (and created if missing) once, before its first object.
 func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOptions) error {
+	ensured := map[namespaceOf]bool{}
 	for _, s := range steps {
 		if s.Action == Unchanged || s.Action == Skip {
 			continue
 		}
-		if err := s.Cluster.execute(ctx, s, opts); errors.Is(err, errNamespaceDryRun) {
+		if err := s.Cluster.execute(ctx, s, opts, ensured); errors.Is(err, errNamespaceDryRun) {
 			opts.Report.emit(Event{Cluster: s.Cluster.String(), Object: s.Name(), Action: "skipped",
 				Message: "not validated: its namespace does not exist yet, and a server dry run cannot create it"})
 			continue
@@ -270,7 +278,7 @@ func (a *Applier) Execute(ctx context.Context, steps []*Step, opts ExecuteOption
 	return nil
 }
 
-func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) error {
+func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions, ensured map[namespaceOf]bool) error {
 	if s.Action == Prune {
 		return c.prune(ctx, s, opts.DryRun)
 	}
@@ -281,12 +289,13 @@ func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions) err
 		return nil
 	}
 	u := unstructured.Unstructured{Object: s.Object}
-	if ns := u.GetNamespace(); ns != "" {
+	if ns := u.GetNamespace(); ns != "" && !ensured[namespaceOf{c, ns}] {
 		if err := c.ensureNamespace(ctx, ns, opts.DryRun); errors.Is(err, errNamespaceDryRun) {
 			return err
 		} else if err != nil {
 			return fmt.Errorf("creating namespace %s in the %s: %w", ns, c, err)
 		}
+		ensured[namespaceOf{c, ns}] = true
 	}
 	ri, _, err := c.resource(s.Object)
 	if err != nil {

@@ -23,9 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
+	typedauthorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	typeddiscoveryv1 "k8s.io/client-go/kubernetes/typed/discovery/v1"
+	typedrbacv1 "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -42,8 +45,8 @@ type Cluster struct {
 	Server     string
 
 	Dynamic dynamic.Interface
-	Core    kubernetes.Interface
-	mapper  meta.RESTMapper
+	Core    Clients
+	mapper  *mapper
 	// config is what the clients were made from (WatchInventory makes its
 	// metadata client from it).
 	config *rest.Config
@@ -57,6 +60,62 @@ type Cluster struct {
 	// management cluster holds Roles, not cluster-wide rights, for Secrets
 	// and DaemonSets, and lists them where it may create them.
 	Namespaced map[string][]string
+}
+
+// Clients are the typed clients eksa-metrics uses, of the API groups it
+// reads and edits through them. A kubernetes.Interface (a fake clientset's
+// too) is one; a connection builds these alone, not the ~50 REST clients
+// of a whole clientset: the controller holds one per workload cluster.
+type Clients interface {
+	CoreV1() typedcorev1.CoreV1Interface
+	AppsV1() typedappsv1.AppsV1Interface
+	AuthorizationV1() typedauthorizationv1.AuthorizationV1Interface
+	RbacV1() typedrbacv1.RbacV1Interface
+	DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface
+	Discovery() discovery.DiscoveryInterface
+}
+
+// typedClients are the Clients of one connection, over one HTTP client.
+type typedClients struct {
+	core          *typedcorev1.CoreV1Client
+	apps          *typedappsv1.AppsV1Client
+	authorization *typedauthorizationv1.AuthorizationV1Client
+	rbac          *typedrbacv1.RbacV1Client
+	discoveryV1   *typeddiscoveryv1.DiscoveryV1Client
+	discovery     *discovery.DiscoveryClient
+}
+
+func (t *typedClients) CoreV1() typedcorev1.CoreV1Interface { return t.core }
+func (t *typedClients) AppsV1() typedappsv1.AppsV1Interface { return t.apps }
+func (t *typedClients) AuthorizationV1() typedauthorizationv1.AuthorizationV1Interface {
+	return t.authorization
+}
+func (t *typedClients) RbacV1() typedrbacv1.RbacV1Interface                { return t.rbac }
+func (t *typedClients) DiscoveryV1() typeddiscoveryv1.DiscoveryV1Interface { return t.discoveryV1 }
+func (t *typedClients) Discovery() discovery.DiscoveryInterface            { return t.discovery }
+
+func newTypedClients(cfg *rest.Config, hc *http.Client) (*typedClients, error) {
+	var t typedClients
+	var err error
+	if t.core, err = typedcorev1.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, err
+	}
+	if t.apps, err = typedappsv1.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, err
+	}
+	if t.authorization, err = typedauthorizationv1.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, err
+	}
+	if t.rbac, err = typedrbacv1.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, err
+	}
+	if t.discoveryV1, err = typeddiscoveryv1.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, err
+	}
+	if t.discovery, err = discovery.NewDiscoveryClientForConfigAndClient(cfg, hc); err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
 // listAll lists a resource in every namespace: cluster-wide, or where
@@ -278,21 +337,22 @@ func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) 
 		cfg.Timeout = 30 * time.Second
 	}
 	c.config = cfg
-	var err error
-	if c.Core, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	if c.Dynamic, err = dynamic.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dc.ServerVersion(); err != nil {
+	clients, err := newTypedClients(cfg, hc)
+	if err != nil {
 		return nil, err
 	}
-	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(&mappedDiscovery{DiscoveryInterface: dc})
+	c.Core = clients
+	if c.Dynamic, err = dynamic.NewForConfigAndClient(cfg, hc); err != nil {
+		return nil, err
+	}
+	if _, err := clients.discovery.ServerVersion(); err != nil {
+		return nil, err
+	}
+	c.mapper = newMapper(clients.discovery)
 	return c, nil
 }
 

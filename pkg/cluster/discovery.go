@@ -1,13 +1,18 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/restmapper"
 )
 
 // mappedGroups and mappedKinds are the API groups and kinds eksa-metrics
@@ -31,18 +36,11 @@ var mappedGroups = []string{
 	"anywhere.eks.amazonaws.com", "metrics.anywhere.eks.amazonaws.com",
 }
 
-// mappedDiscovery is the discovery a connection's DeferredDiscoveryRESTMapper
-// is built from: the server's groups and resources for mappedGroups only.
-// The mapper reads them once, and again only after a Reset (which calls
-// Invalidate), so they are not kept once returned.
+// mappedDiscovery is the discovery a connection's mapper is built from: the
+// server's groups and resources for mappedGroups only.
 type mappedDiscovery struct {
 	discovery.DiscoveryInterface
-
-	mu    sync.Mutex
-	fresh bool
 }
-
-var _ discovery.CachedDiscoveryInterface = &mappedDiscovery{}
 
 func (d *mappedDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
 	gs, rs, err := d.DiscoveryInterface.ServerGroupsAndResources()
@@ -71,9 +69,6 @@ func (d *mappedDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*met
 		}
 		resources = append(resources, kept)
 	}
-	d.mu.Lock()
-	d.fresh = true
-	d.mu.Unlock()
 	return groups, resources, err
 }
 
@@ -89,14 +84,79 @@ func (d *mappedDiscovery) ServerGroups() (*metav1.APIGroupList, error) {
 	return list, nil
 }
 
-func (d *mappedDiscovery) Fresh() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.fresh
+// rediscoverAfter is how long a connection's mapping stands before a kind
+// it does not have sends it to the server again: a CRD installed after the
+// controller connected (prometheus-operator's, cert-manager's) is seen
+// within that time, and a kind a cluster does not serve costs at most one
+// discovery per interval.
+const rediscoverAfter = time.Minute
+
+// mapper is a connection's RESTMapper. It reads the server's discovery
+// (mappedGroups and mappedKinds only) on first use, and again when a kind
+// is missing and the mapping is older than rediscoverAfter. Connections
+// whose discovery reads the same share one mapping: a fleet's clusters of
+// one EKS Anywhere release serve the same kinds, and the controller holds a
+// connection per workload cluster.
+type mapper struct {
+	discovery discovery.DiscoveryInterface
+	now       func() time.Time
+
+	mu     sync.Mutex
+	shared *mapping
+	read   time.Time
 }
 
-func (d *mappedDiscovery) Invalidate() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.fresh = false
+// mapping is a RESTMapper built from one discovery, shared.
+type mapping struct{ meta.RESTMapper }
+
+func newMapper(dc discovery.DiscoveryInterface) *mapper {
+	return &mapper{discovery: &mappedDiscovery{DiscoveryInterface: dc}, now: time.Now}
+}
+
+// mappings are the mappers built so far, by a hash of the discovery they
+// were built from; a handful in any fleet.
+var mappings sync.Map // [32]byte -> *mapping
+
+// RESTMapping is meta.RESTMapper's.
+func (m *mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	delegate, err := m.get(false)
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := delegate.RESTMapping(gk, versions...)
+	if meta.IsNoMatchError(err) {
+		m.mu.Lock()
+		stale := m.now().Sub(m.read) >= rediscoverAfter
+		m.mu.Unlock()
+		if stale {
+			if delegate, err = m.get(true); err != nil {
+				return nil, err
+			}
+			mapping, err = delegate.RESTMapping(gk, versions...)
+		}
+	}
+	return mapping, err
+}
+
+func (m *mapper) get(again bool) (*mapping, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shared != nil && !again {
+		return m.shared, nil
+	}
+	resources, err := restmapper.GetAPIGroupResources(m.discovery)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(resources)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	shared, ok := mappings.Load(sum)
+	if !ok {
+		shared, _ = mappings.LoadOrStore(sum, &mapping{restmapper.NewDiscoveryRESTMapper(resources)})
+	}
+	m.shared, m.read = shared.(*mapping), m.now()
+	return m.shared, nil
 }

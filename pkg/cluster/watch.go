@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
@@ -30,16 +32,17 @@ type Drift struct {
 }
 
 // WatchInventory watches, in this cluster and until ctx ends, the objects
-// eksa-metrics creates for clusterName (the kinds it creates whole,
-// label-selected for that Cluster, and the serving certificates' Secrets
-// and CA bundles, as metadata only: no Secret or ConfigMap content is
-// held) and calls drifted for each that another writer creates, edits or
-// deletes. eksa-metrics' own writes (the latest entry of the object's
-// managedFields is its field manager), status-only updates (the generation
-// is unchanged) and the initial list are not drift, nor is an object that
-// left the label selection because it now carries another Cluster's label
-// (two Clusters pointed at one API server). Where this identity may list
-// a kind only in some namespaces (Namespaced), it watches there.
+// eksa-metrics creates for clusterName (of the kinds given, the ones it
+// renders there: label-selected for that Cluster) and the serving
+// certificates' Secrets and CA bundles (label-selected as certificates),
+// as metadata only: no Secret or ConfigMap content is held. It calls
+// drifted for each that another writer creates, edits or deletes.
+// eksa-metrics' own writes (the latest entry of the object's managedFields
+// is its field manager), status-only updates (the generation is unchanged)
+// and the initial list are not drift, nor is an object that left the label
+// selection because it now carries another Cluster's label (two Clusters
+// pointed at one API server). Where this identity may list a kind only in
+// some namespaces (Namespaced), it watches there.
 //
 // Each watch is a client-go Reflector (it lists, watches, and relists with
 // backoff while the cluster is unreachable) feeding a store that keeps, per
@@ -47,36 +50,43 @@ type Drift struct {
 // the labels and annotations): a controller holds these watches for every
 // workload cluster of a fleet, and an informer per kind (its object store,
 // its event queue and the 1024-slot buffer of each handler) costs several
-// times that.
-func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifted func(Drift)) error {
+// times that. Every selector names what is ours alone, so that no watch
+// receives the writes of other Clusters' objects: with many Clusters
+// behind one API server, a selector on the managed-by label alone sent
+// every Cluster each other's writes.
+func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds []string, drifted func(Drift)) error {
 	cfg := rest.CopyConfig(c.config)
 	cfg.Timeout = 0 // a watch is long-lived; the server ends it
 	mc, err := metadata.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
+	type watched struct {
+		gvk      schema.GroupVersionKind
+		selector string
+		ours     func(metav1.Object) bool
+	}
 	inventory := fmt.Sprintf("%s=%s,%s=%s", templates.ManagedByLabel, templates.Prefix, templates.ClusterLabel, clusterName)
-	// The serving certificates' Secrets and CA bundles are the workload
-	// cluster's, not one Cluster name's: labelled as certificates, and
-	// watched with the rest of what eksa-metrics manages.
-	managedBy := templates.ManagedByLabel + "=" + templates.Prefix
-	ours := func(o metav1.Object) bool {
-		l := o.GetLabels()
-		return l[templates.ClusterLabel] == clusterName || l[templates.CertificateLabel] != ""
+	certificates := templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel
+	var watches []watched
+	for _, gvk := range prunable {
+		if slices.Contains(kinds, gvk.Kind) {
+			watches = append(watches, watched{gvk, inventory, func(o metav1.Object) bool { return o.GetLabels()[templates.ClusterLabel] == clusterName }})
+		}
+		if gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap") {
+			// The serving certificates' Secrets and CA bundles are the
+			// workload cluster's, not one Cluster name's.
+			watches = append(watches, watched{gvk, certificates, func(metav1.Object) bool { return true }})
+		}
 	}
 	var reflectors []*toolscache.Reflector
-	for _, gvk := range prunable {
-		m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	for _, w := range watches {
+		m, err := c.mapper.RESTMapping(w.gvk.GroupKind(), w.gvk.Version)
 		if meta.IsNoMatchError(err) {
 			continue // not served here
 		}
 		if err != nil {
 			return err
-		}
-		selector := inventory
-		if gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap") {
-			// One watch for both the inventory and the certificates.
-			selector = managedBy
 		}
 		// Where this identity may not watch cluster-wide (the controller on
 		// its management cluster), in the namespaces where it may.
@@ -86,6 +96,7 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 		}
 		for _, ns := range namespaces {
 			client := mc.Resource(m.Resource).Namespace(ns)
+			selector := w.selector
 			lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
 				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 					o.LabelSelector = selector
@@ -96,7 +107,7 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 					return client.Watch(ctx, o)
 				},
 			}, mc)
-			store := &driftStore{kind: gvk.Kind, ours: ours, drifted: drifted}
+			store := &driftStore{kind: w.gvk.Kind, ours: w.ours, drifted: drifted}
 			reflectors = append(reflectors, toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, store,
 				toolscache.ReflectorOptions{Name: clusterName + " " + m.Resource.String()}))
 		}
@@ -108,6 +119,20 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, drifte
 		go r.RunWithContext(quiet)
 	}
 	return nil
+}
+
+// InventoryKinds are the kinds of the objects a render result puts into one
+// cluster (the management cluster's or the workload cluster's): what
+// WatchInventory watches there.
+func InventoryKinds(res *render.Result, dest render.Destination) []string {
+	var kinds []string
+	for _, o := range res.Objects {
+		if o.Destination == dest && !slices.Contains(kinds, o.Kind()) {
+			kinds = append(kinds, o.Kind())
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
 }
 
 // driftStore is a Reflector's store that keeps only what tells a change

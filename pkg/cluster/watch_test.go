@@ -6,6 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 )
 
 // What the drift watch reports: another writer's change, never our own
@@ -59,5 +61,22 @@ func TestDriftAcrossARelist(t *testing.T) {
 	want := []Drift{{"Service kube-system/a", "edited"}, {"Service kube-system/new", "created"}, {"Service kube-system/b", "deleted"}}
 	if !slices.Equal(drifts, want) {
 		t.Errorf("after the relist: %v, want %v", drifts, want)
+	}
+}
+
+// The watches of a cluster are of the kinds rendered into it, each once.
+func TestInventoryKindsAreWhatIsRenderedThere(t *testing.T) {
+	obj := func(d render.Destination, kind string) render.Object {
+		return render.Object{Destination: d, Object: map[string]any{"kind": kind}}
+	}
+	res := &render.Result{Objects: []render.Object{
+		obj(render.Workload, "Service"), obj(render.Workload, "DaemonSet"), obj(render.Workload, "Service"),
+		obj(render.Management, "Secret"), obj(render.Workload, "ClusterRole"),
+	}}
+	if got, want := InventoryKinds(res, render.Workload), []string{"ClusterRole", "DaemonSet", "Service"}; !slices.Equal(got, want) {
+		t.Errorf("workload: %v, want %v", got, want)
+	}
+	if got, want := InventoryKinds(res, render.Management), []string{"Secret"}; !slices.Equal(got, want) {
+		t.Errorf("management: %v, want %v", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,12 +39,53 @@ type workload struct {
 	hash    [32]byte // of the kubeconfig it was made from
 	version string   // the Secret's resourceVersion it was read at
 	cluster *cluster.Cluster
+	kinds   []string           // watched: the kinds rendered there
 	stop    context.CancelFunc // ends its watches
+}
+
+// watch starts the watches of a Cluster's inventory in c, of these kinds.
+func (w *workloads) watch(key types.NamespacedName, c *cluster.Cluster, kinds []string) (context.CancelFunc, error) {
+	// The watches outlive this reconcile: until the Cluster is let go, or
+	// what it renders there is of other kinds.
+	watchCtx, stop := context.WithCancel(context.Background())
+	if err := c.WatchInventory(watchCtx, key.Name, kinds, func(d cluster.Drift) { w.drifted(key, d) }); err != nil {
+		stop()
+		return nil, fmt.Errorf("watching what eksa-metrics keeps in the %s: %w", c, err)
+	}
+	return stop, nil
+}
+
+// rewatch restarts the watches of a known connection whose rendered kinds
+// changed (a MetricsConfig that now renders ServiceMonitors, say).
+func (w *workloads) rewatch(key types.NamespacedName, c *cluster.Cluster, kinds []string) error {
+	w.mu.Lock()
+	wl, ok := w.m[key]
+	same := !ok || wl.cluster != c || slices.Equal(wl.kinds, kinds)
+	w.mu.Unlock()
+	if same {
+		return nil
+	}
+	stop, err := w.watch(key, c, kinds)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cur, ok := w.m[key]; ok && cur == wl {
+		wl.stop()
+		wl.stop, wl.kinds = stop, kinds
+	} else {
+		stop() // replaced or dropped meanwhile
+	}
+	return nil
 }
 
 // get returns the connection to a workload cluster, made from data (the
 // kubeconfig read from its Secret) unless one from the same data exists.
-func (w *workloads) get(ctx context.Context, key types.NamespacedName, name, version string, data []byte) (*cluster.Cluster, error) {
+// get returns the connection to a workload cluster, made from data (the
+// kubeconfig read from its Secret) unless one from the same data exists,
+// with the watches of the kinds rendered there.
+func (w *workloads) get(ctx context.Context, key types.NamespacedName, name, version string, data []byte, kinds []string) (*cluster.Cluster, error) {
 	sum := sha256.Sum256(data)
 	w.mu.Lock()
 	c, ok := w.m[key]
@@ -52,44 +94,44 @@ func (w *workloads) get(ctx context.Context, key types.NamespacedName, name, ver
 	}
 	w.mu.Unlock()
 	if ok && c.hash == sum {
-		return c.cluster, nil
+		return c.cluster, w.rewatch(key, c.cluster, kinds)
 	}
 	wl, err := engine.ConnectWorkload(ctx, name, data, nil, w.trust)
 	if err != nil {
 		return nil, err
 	}
-	// The watches outlive this reconcile: until the Cluster is let go.
-	watchCtx, stop := context.WithCancel(context.Background())
-	if err := wl.WatchInventory(watchCtx, key.Name, func(d cluster.Drift) { w.drifted(key, d) }); err != nil {
-		stop()
-		return nil, fmt.Errorf("watching what eksa-metrics keeps in the workload cluster: %w", err)
+	stop, err := w.watch(key, wl, kinds)
+	if err != nil {
+		return nil, err
 	}
 	w.mu.Lock()
 	if old, ok := w.m[key]; ok {
 		old.stop()
 	}
-	w.m[key] = &workload{hash: sum, version: version, cluster: wl, stop: stop}
+	w.m[key] = &workload{hash: sum, version: version, cluster: wl, kinds: kinds, stop: stop}
 	w.mu.Unlock()
 	return wl, nil
 }
 
 // watchManagement watches what eksa-metrics keeps in the management
 // cluster for the management Cluster (the controller's own connection).
-func (w *workloads) watchManagement(key types.NamespacedName, mgmt *cluster.Cluster) error {
+func (w *workloads) watchManagement(key types.NamespacedName, mgmt *cluster.Cluster, kinds []string) error {
+	w.mu.Lock()
+	c, ok := w.m[key]
+	w.mu.Unlock()
+	if ok && c.cluster == mgmt {
+		return w.rewatch(key, mgmt, kinds)
+	}
+	stop, err := w.watch(key, mgmt, kinds)
+	if err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if c, ok := w.m[key]; ok && c.cluster == mgmt {
-		return nil
-	}
-	watchCtx, stop := context.WithCancel(context.Background())
-	if err := mgmt.WatchInventory(watchCtx, key.Name, func(d cluster.Drift) { w.drifted(key, d) }); err != nil {
-		stop()
-		return fmt.Errorf("watching what eksa-metrics keeps in the management cluster: %w", err)
-	}
 	if old, ok := w.m[key]; ok {
 		old.stop()
 	}
-	w.m[key] = &workload{cluster: mgmt, stop: stop}
+	w.m[key] = &workload{cluster: mgmt, kinds: kinds, stop: stop}
 	return nil
 }
 
@@ -132,7 +174,9 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 		if !res.Config.Management {
 			return nil, fmt.Errorf("Cluster %s/%s rendered as a workload cluster although it is the management cluster", obj.GetNamespace(), obj.GetName())
 		}
-		if err := r.workloads.watchManagement(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, r.Management); err != nil {
+		kinds := slices.Concat(cluster.InventoryKinds(res, render.Management), cluster.InventoryKinds(res, render.Workload))
+		slices.Sort(kinds)
+		if err := r.workloads.watchManagement(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, r.Management, slices.Compact(kinds)); err != nil {
 			return nil, err
 		}
 		return &engine.Clusters{Management: r.Management, Workload: r.Management}, nil
@@ -142,6 +186,7 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 	}
 	name := res.Config.ClusterName
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	kinds := cluster.InventoryKinds(res, render.Workload)
 	// The Secret's metadata is watched: while its resourceVersion is the
 	// one the connection was made at, its content is not read again.
 	secret := &metav1.PartialObjectMetadata{}
@@ -150,14 +195,14 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: EKSASystemNamespace, Name: name + "-kubeconfig"}, secret); err == nil {
 		version = secret.GetResourceVersion()
 		if wl := r.workloads.current(key, version); wl != nil {
-			return &engine.Clusters{Management: r.Management, Workload: wl}, nil
+			return &engine.Clusters{Management: r.Management, Workload: wl}, r.workloads.rewatch(key, wl, kinds)
 		}
 	}
 	data, err := r.Management.WorkloadKubeconfig(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	wl, err := r.workloads.get(ctx, key, name, version, data)
+	wl, err := r.workloads.get(ctx, key, name, version, data, kinds)
 	if err != nil {
 		return nil, err
 	}

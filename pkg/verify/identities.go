@@ -18,7 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	typedrbacv1 "k8s.io/client-go/kubernetes/typed/rbac/v1"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
@@ -59,9 +60,16 @@ type Identities struct {
 	ScraperToken string
 	UnboundToken string
 
-	core   kubernetes.Interface
+	core   Clients
 	suffix string
 	undo   []func(context.Context) error
+}
+
+// Clients are the typed clients identities are made and removed with (a
+// kubernetes.Interface is one).
+type Clients interface {
+	CoreV1() typedcorev1.CoreV1Interface
+	RbacV1() typedrbacv1.RbacV1Interface
 }
 
 // NewIdentities creates a token for the scraper (the scraper ServiceAccount's
@@ -70,7 +78,7 @@ type Identities struct {
 // each object labelled with RunLabel. First it deletes what earlier runs
 // left (DeleteLeftovers). Call Cleanup afterwards, also when this fails:
 // what was made is deleted.
-func NewIdentities(ctx context.Context, core kubernetes.Interface, scrapers []metricsv1alpha1.Scraper, opts IdentityOptions) (*Identities, error) {
+func NewIdentities(ctx context.Context, core Clients, scrapers []metricsv1alpha1.Scraper, opts IdentityOptions) (*Identities, error) {
 	ids := &Identities{core: core, suffix: randomSuffix()}
 	var sa *metricsv1alpha1.Scraper
 	for i := range scrapers {
@@ -178,7 +186,7 @@ func leftover(md metav1.Object, run string, cutoff time.Time) bool {
 // in namespaces (the ones this run uses). Each deletion is conditional on
 // the object's UID; one that is gone already (another run deleted it) is
 // no error.
-func DeleteLeftovers(ctx context.Context, core kubernetes.Interface, namespaces []string, run string, cutoff time.Time) ([]string, error) {
+func DeleteLeftovers(ctx context.Context, core Clients, namespaces []string, run string, cutoff time.Time) ([]string, error) {
 	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix}
 	var removed []string
 	var errs []error
