@@ -2,11 +2,12 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -261,11 +263,15 @@ func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 	sort.Strings(written)
 	sort.Strings(where)
 	if len(written) > 0 && r.Recorder != nil {
-		r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Applied", "Apply", "%s", truncate(fmt.Sprintf("Cluster %s: %d objects written: %s", obj.GetName(), len(where), strings.Join(where, "; "))))
+		for _, note := range notes(fmt.Sprintf("Cluster %s: %d objects written", obj.GetName(), len(where)), where) {
+			r.event(mc, obj, "Applied", note)
+		}
 		if err == nil {
 			// What now runs and who was granted what, as PLAN.md says it, so
 			// that `kubectl describe mc` shows it too.
-			r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, "Runs", "Apply", "%s", truncate(runs(pass.Result)))
+			for _, note := range runs(pass.Result) {
+				r.event(mc, obj, "Runs", note)
+			}
 		}
 	}
 	return written, err
@@ -308,4 +314,15 @@ func (r *Reconciler) release(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 		r.workloads.drop(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
 	}
 	return err
+}
+
+// event records a Normal event of an apply on the MetricsConfig, about a
+// Cluster. client-go's broadcaster counts events of one regarding and
+// related object, reason and action as repeats of the first, whatever their
+// notes (tools/events getKey): a later apply's images would show as the
+// first apply's again. The action carries a digest of the note, so that
+// only the same note counts as a repeat.
+func (r *Reconciler) event(mc *metricsv1alpha1.MetricsConfig, obj runtime.Object, reason, note string) {
+	sum := sha256.Sum256([]byte(note))
+	r.Recorder.Eventf(mc, obj, corev1.EventTypeNormal, reason, "Apply "+hex.EncodeToString(sum[:4]), "%s", note)
 }

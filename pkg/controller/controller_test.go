@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,13 +53,41 @@ func TestRunsNamesImagesAndSubjects(t *testing.T) {
 		{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "b"},
 			"roleRef": map[string]any{"kind": "ClusterRole", "name": "eksa-metrics-reader"}, "subjects": []any{map[string]any{"kind": "Group", "name": "readers"}}}},
 	}}
-	got := runs(res)
+	got := strings.Join(runs(res), "\n")
 	for _, want := range []string{`registry.example/x:1\u202e`, "DaemonSet kube-system/p", "to Group readers", `prod\n# forged`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
-	if strings.ContainsAny(got, "\n\u202e") {
+	if strings.ContainsAny(strings.Join(runs(res), ""), "\n\u202e") {
 		t.Errorf("unescaped control characters in %q", got)
+	}
+}
+
+// Every note fits the API server's limit on events, and together they hold
+// every item: a fleet's Cluster runs a dozen images.
+func TestNotesFitAnEvent(t *testing.T) {
+	var items []string
+	for i := range 40 {
+		items = append(items, fmt.Sprintf("registry.example/eks-anywhere/kube-rbac-proxy:v0.19.%d (DaemonSet kube-system/p%d, container c)", i, i))
+	}
+	items = append(items, strings.Repeat("é", 800))
+	got := notes("Cluster prod runs", items)
+	if len(got) < 2 {
+		t.Fatalf("%d notes for %d items", len(got), len(items))
+	}
+	all := strings.Join(got, "\n")
+	for i, n := range got {
+		if len(n) > maxNote || !utf8.ValidString(n) || !strings.HasPrefix(n, fmt.Sprintf("Cluster prod runs (%d of %d): ", i+1, len(got))) {
+			t.Errorf("note %d: %d bytes, valid UTF-8 %t: %.60q", i, len(n), utf8.ValidString(n), n)
+		}
+	}
+	for _, it := range items[:40] {
+		if !strings.Contains(all, it) {
+			t.Errorf("no note names %q", it)
+		}
+	}
+	if one := notes("Cluster prod runs", items[:2]); len(one) != 1 || !strings.HasPrefix(one[0], "Cluster prod runs: ") {
+		t.Errorf("two short items: %q", one)
 	}
 }

@@ -168,9 +168,11 @@ func upgrading(obj *unstructured.Unstructured) string {
 	return ""
 }
 
-// runs says which images a render runs and who its bindings grant what,
-// every value escaped (an event is read on a terminal).
-func runs(res *render.Result) string {
+// runs are the notes of the events that say what an apply runs and grants:
+// every image (with its object and container) and every subject granted a
+// role, escaped, in as many notes as it takes (events.k8s.io refuses a
+// note over 1024 bytes, and the event with it).
+func runs(res *render.Result) []string {
 	var images, grants []string
 	for _, u := range res.Images() {
 		images = append(images, fmt.Sprintf("%s (%s, container %s)", safetext.Escape(u.Image), safetext.Escape(u.Object), safetext.Escape(u.Container)))
@@ -182,12 +184,45 @@ func runs(res *render.Result) string {
 		}
 		grants = append(grants, fmt.Sprintf("%s to %s", safetext.Escape(g.Role), strings.Join(who, ", ")))
 	}
-	return fmt.Sprintf("Cluster %s runs %s; grants %s", safetext.Escape(res.Config.ClusterName), orNothing(images), orNothing(grants))
+	name := safetext.Escape(res.Config.ClusterName)
+	return slices.Concat(notes(fmt.Sprintf("Cluster %s runs", name), images), notes(fmt.Sprintf("Cluster %s grants", name), grants))
 }
 
-func orNothing(l []string) string {
-	if len(l) == 0 {
-		return "nothing"
+// maxNote is the most an event's note may hold (events.k8s.io/v1: the API
+// server refuses the event otherwise).
+const maxNote = 1024
+
+// notes lists items after a head in notes of at most maxNote bytes: one
+// "head: a; b" when they fit, else "head (1 of 2): a", "head (2 of 2): b".
+// An item too long for a note alone is cut at a character boundary.
+func notes(head string, items []string) []string {
+	if len(items) == 0 {
+		return []string{head + " nothing"}
 	}
-	return strings.Join(l, "; ")
+	if one := head + ": " + strings.Join(items, "; "); len(one) <= maxNote {
+		return []string{one}
+	}
+	room := maxNote - len(head) - len(" (999 of 999): ")
+	var parts [][]string
+	size := 0
+	for _, it := range items {
+		if len(it) > room {
+			cut := room - len(" … (truncated)")
+			for cut > 0 && !utf8.RuneStart(it[cut]) {
+				cut--
+			}
+			it = it[:cut] + " … (truncated)"
+		}
+		if len(parts) == 0 || size+len("; ")+len(it) > room {
+			parts = append(parts, nil)
+			size = -len("; ")
+		}
+		parts[len(parts)-1] = append(parts[len(parts)-1], it)
+		size += len("; ") + len(it)
+	}
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = fmt.Sprintf("%s (%d of %d): %s", head, i+1, len(parts), strings.Join(p, "; "))
+	}
+	return out
 }

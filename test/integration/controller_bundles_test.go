@@ -82,4 +82,23 @@ func TestControllerTakesImagesFromBundles(t *testing.T) {
 		}
 		return nil
 	})
+	// The events that say what runs reach the API server (events.k8s.io
+	// refuses a note over 1024 bytes: the images with their digests are
+	// several notes), and name the image.
+	f.waitFor(t, "a Runs event on the MetricsConfig naming the bundle's HAProxy", func() error {
+		events, err := f.mgmt.Client.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.Regarding.Kind == "MetricsConfig" && e.Reason == "Runs" {
+				if strings.Contains(e.Note, want) {
+					return nil
+				}
+				seen = append(seen, e.Note)
+			}
+		}
+		return fmt.Errorf("no Runs event names %s; Runs events: %q", want, seen)
+	})
 }
