@@ -15,10 +15,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/dashboards"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -88,9 +91,9 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 		}
 	}
 	// What a pod gives the manager and the test bed must change: the API
-	// server, the webhook certificate, free ports, no leader election.
+	// server, the webhook certificate, free ports.
 	testBed := func() []string {
-		return []string{"--kubeconfig=" + admin, "--leader-elect=false", "--webhook-cert-dir=" + certDir,
+		return []string{"--kubeconfig=" + admin, "--webhook-cert-dir=" + certDir,
 			fmt.Sprintf("--webhook-port=%d", framework.FreePort(t)), fmt.Sprintf("--health-addr=127.0.0.1:%d", framework.FreePort(t))}
 	}
 	// The shipped and edited arguments, with ":8443" (every address)
@@ -100,7 +103,12 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	for _, a := range capiArgs {
 		args = append(args, strings.Replace(a, "=:8443", "="+podIP+":8443", 1))
 	}
-	secure := framework.Start(t, "cluster-api-manager", manager, append(args, testBed()...))
+	// With the shipped --leader-elect: in a pod of capi-system, whose
+	// namespace file tells controller-runtime where its Lease goes.
+	podNamespace := filepath.Join(t.TempDir(), "namespace")
+	writeFile(t, podNamespace, "capi-system")
+	secure := framework.StartInPod(t, "cluster-api-manager", manager, append(args, testBed()...),
+		map[string]string{"/var/run/secrets/kubernetes.io/serviceaccount/namespace": podNamespace})
 
 	scraper := cp.Token(t, scraperNS, scraperSA)
 	unbound := cp.Token(t, unboundNS, unboundSA)
@@ -141,7 +149,7 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	// packages controller serves it, and the sidecar in front.
 	upstream := packages.Component.UpstreamPort
 	plain := framework.Start(t, "cluster-api-manager (insecure diagnostics)", manager,
-		append(testBed(), "--insecure-diagnostics", fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", upstream)))
+		append(testBed(), "--leader-elect=false", "--insecure-diagnostics", fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", upstream)))
 	var sidecarArgs []string
 	for _, a := range sidecar.Args {
 		sidecarArgs = append(sidecarArgs, strings.Replace(a, "0.0.0.0:", sidecarPodIP+":", 1))
@@ -212,6 +220,8 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	if len(v.results) != 3 || !strings.Contains(v.stderr, "Deployment eksa-system/eksa-controller-manager is not installed") {
 		t.Errorf("%d rows, want 3\n%s", len(v.results), v.stderr)
 	}
+	managementAlerts(t, cp, r, secure)
+
 	proxy.Stop()
 	if err := cp.Client.DiscoveryV1().EndpointSlices("capi-system").Delete(ctx, "capi-controller-manager-metrics-e2e", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -227,3 +237,112 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// managementAlerts runs a real Prometheus as a pod of the scraper's
+// ServiceAccount, with the rendered scrape configuration and rules (every
+// for: cut to 10 seconds): the Cluster API manager and the packages
+// controller's sidecar are scraped, every metric the management rules read
+// is among what they expose, none of eksa-metrics' alerts is pending at
+// rest, and the Cluster API manager stopped fires
+// EksaMetricsManagementControllerDown for it.
+func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result, capi *framework.Process) {
+	t.Helper()
+	ctx := context.Background()
+	// What kube-prometheus' prometheus-k8s holds for discovery: read
+	// EndpointSlices, Services and Pods (not eksa-metrics' to grant).
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "e2e-prometheus-discovery"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"services", "pods", "endpoints"}, Verbs: []string{"get", "list", "watch"}},
+	}}
+	if _, err := cp.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-prometheus-discovery"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: scraperSA, Namespace: scraperNS}}}
+	if _, err := cp.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
+	files := cp.PrometheusMounts(t, scraperNS, "", "", templates.ServingCA) // the sidecar's CA
+	files["s.yaml"] = templates.ScrapeConfigFile(r.Config)
+	files["rules.yaml"] = forClause.ReplaceAllString(templates.RulesFile(r.Config), "${1}for: 10s")
+	p := cp.StartPrometheusInPod(t, scraperNS, scraperSA, main, files)
+	defer p.Proc.Stop()
+	jobs := []string{"capi-controller-manager", "eks-anywhere-packages"}
+	p.WaitTargets(t, "the Cluster API manager and the packages controller scraped", 90*time.Second, func(ts []framework.Target) error {
+		var seen []string
+		for _, job := range jobs {
+			up := false
+			for _, tg := range ts {
+				if tg.Labels["job"] == job {
+					seen = append(seen, fmt.Sprintf("%s %s %s", job, tg.Health, tg.LastError))
+					up = up || tg.Health == "up"
+				}
+			}
+			if !up {
+				return fmt.Errorf("%s not up: %v", job, seen)
+			}
+		}
+		return nil
+	})
+	// No dead alert: each metric a management rule reads, exposed by the
+	// real controllers (the packages controller's family, as the Cluster API
+	// manager runs it here, without leader election).
+	for _, g := range templates.RuleGroups(r.Config) {
+		for _, a := range g.Alerts {
+			job := map[string]string{"capi-system": "capi-controller-manager", "eksa-packages": "eks-anywhere-packages"}[a.Namespace]
+			if job == "" {
+				continue
+			}
+			for _, m := range a.Metrics {
+				if m == "leader_election_master_status" && job != "capi-controller-manager" {
+					continue
+				}
+				p.WaitQuery(t, fmt.Sprintf("%s (read by %s) from %s", m, a.Name, job), 60*time.Second,
+					fmt.Sprintf("count(%s{job=%q})", m, job), func(res []map[string]string) bool { return len(res) > 0 })
+			}
+		}
+	}
+	// Every panel of the management dashboard has data (no dead panel).
+	for _, d := range dashboards.Dashboards(r.Config) {
+		if d.Name != templates.Prefix+"-management" {
+			continue
+		}
+		for _, panel := range d.Panels {
+			p.WaitQuery(t, fmt.Sprintf("dashboard %s, panel %q with data", d.Name, panel.Title), 60*time.Second, panel.Expr,
+				func(res []map[string]string) bool { return len(res) > 0 })
+		}
+	}
+	// At rest, over several evaluations, none of eksa-metrics' alerts is
+	// pending or firing.
+	for range 6 {
+		for _, a := range p.Alerts(t) {
+			if strings.HasPrefix(a.Labels["alertname"], "EksaMetrics") {
+				t.Errorf("%s is %s at rest: %v", a.Labels["alertname"], a.State, a.Labels)
+			}
+		}
+		time.Sleep(2 * time.Second)
+	}
+	stopped := time.Now()
+	capi.Stop()
+	framework.WaitFor(t, "EksaMetricsManagementControllerDown firing for capi-controller-manager", 90*time.Second, func() (bool, error) {
+		var seen []string
+		for _, a := range p.Alerts(t) {
+			if a.Labels["alertname"] == "EksaMetricsManagementControllerDown" && a.Labels["job"] == "capi-controller-manager" && a.State == "firing" {
+				if a.Labels["severity"] != "critical" || a.Labels["namespace"] != "capi-system" {
+					t.Errorf("labels %v", a.Labels)
+				}
+				return true, nil
+			}
+			seen = append(seen, a.Labels["alertname"]+" "+a.State)
+		}
+		return false, fmt.Errorf("alerts %v", seen)
+	})
+	t.Logf("the Cluster API manager stopped: EksaMetricsManagementControllerDown fired %s later (for: 10s)", time.Since(stopped).Round(time.Second))
+	for _, a := range p.Alerts(t) {
+		if strings.HasPrefix(a.Labels["alertname"], "EksaMetrics") && a.Labels["job"] != "capi-controller-manager" {
+			t.Errorf("%s is %s for %v after the Cluster API manager stopped", a.Labels["alertname"], a.State, a.Labels)
+		}
+	}
+}

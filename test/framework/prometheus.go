@@ -84,7 +84,7 @@ func (c *Cluster) OperatorConfig(t testing.TB, namespace, name string, wantJobs 
 // The operator writes the assets apart from the configuration: with config
 // (its configuration) given, it waits until every asset the configuration
 // names is there.
-func (c *Cluster) PrometheusMounts(t testing.TB, namespace, prometheus, config string, configMaps ...string) map[string]string {
+func (c *ControlPlane) PrometheusMounts(t testing.TB, namespace, prometheus, config string, configMaps ...string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
@@ -127,7 +127,7 @@ type Prometheus struct {
 }
 
 // PodIdentity is what a pod's ServiceAccount gives its containers.
-func (c *Cluster) PodIdentity(t testing.TB, namespace, serviceAccount string) map[string]string {
+func (c *ControlPlane) PodIdentity(t testing.TB, namespace, serviceAccount string) map[string]string {
 	t.Helper()
 	dir := t.TempDir()
 	token, ca := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
@@ -167,6 +167,33 @@ func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace,
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
 	}, args...)...)
+	p.waitReady(t)
+	return p
+}
+
+// StartPrometheusInPod is StartPrometheus for a control plane on the test's
+// own loopback (no node): Prometheus listens on 127.0.0.1, as a pod of
+// namespace/serviceAccount (StartInPod), and finds this API server through
+// its in-cluster environment.
+func (c *ControlPlane) StartPrometheusInPod(t testing.TB, namespace, serviceAccount, config string, extra map[string]string) *Prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "prometheus.yml"), config)
+	files := c.agentFiles(t, namespace, serviceAccount, dir, extra)
+	addr := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+	p := &Prometheus{URL: "http://" + addr, Dir: dir}
+	p.Proc = StartInPod(t, "prometheus", Binary(t, "prometheus"), []string{
+		"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--log.level=warn",
+	}, files, c.InClusterEnv(t)...)
+	p.waitReady(t)
+	return p
+}
+
+func (p *Prometheus) waitReady(t testing.TB) {
+	t.Helper()
 	WaitFor(t, "prometheus ready", 60*time.Second, func() (bool, error) {
 		resp, err := http.Get(p.URL + "/-/ready")
 		if err != nil {
@@ -175,7 +202,6 @@ func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace,
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
 	}, p.Proc)
-	return p
 }
 
 // StartRemoteWriteReceiver runs a Prometheus that scrapes nothing and
@@ -194,6 +220,15 @@ func (c *Cluster) StartRemoteWriteReceiver(t testing.TB, node *Node, port int) *
 // volume); the others are written into dir.
 func (c *Cluster) StartAgent(t testing.TB, node *Node, bin, namespace, serviceAccount, dir string, extra map[string]string, args ...string) *Process {
 	t.Helper()
+	files := c.agentFiles(t, namespace, serviceAccount, dir, extra)
+	return node.Host.StartInPod(t, bin+"@"+node.Name, Binary(t, bin), args, files, "KUBERNETES_SERVICE_HOST="+c.Host.IP, "KUBERNETES_SERVICE_PORT=6443")
+}
+
+// agentFiles are the files of an agent's pod: its ServiceAccount's, and
+// extra, those with an absolute path mounted there (a ConfigMap volume),
+// the others written into dir.
+func (c *ControlPlane) agentFiles(t testing.TB, namespace, serviceAccount, dir string, extra map[string]string) map[string]string {
+	t.Helper()
 	files := c.PodIdentity(t, namespace, serviceAccount)
 	for name, content := range extra {
 		if filepath.IsAbs(name) {
@@ -204,7 +239,7 @@ func (c *Cluster) StartAgent(t testing.TB, node *Node, bin, namespace, serviceAc
 		}
 		writeFile(t, filepath.Join(dir, name), content)
 	}
-	return node.Host.StartInPod(t, bin+"@"+node.Name, Binary(t, bin), args, files, "KUBERNETES_SERVICE_HOST="+c.Host.IP, "KUBERNETES_SERVICE_PORT=6443")
+	return files
 }
 
 // Target is one active target, as Prometheus's /api/v1/targets reports it.
