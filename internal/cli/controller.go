@@ -215,7 +215,11 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 		LeaderElectionNamespace: o.LeaderNamespace,
 		// A stopped controller hands the lease over at once.
 		LeaderElectionReleaseOnCancel: true,
-		Controller:                    ctrlConfig(o.Workers),
+		// Within the pod's 30 s grace: a reconcile cut short is the next
+		// leader's to redo, and the events still queued (a first pass of a
+		// fleet records more than the event client's rate sends) are dropped.
+		GracefulShutdownTimeout: ptr.To(10 * time.Second),
+		Controller:              ctrlConfig(o.Workers),
 	})
 	if err != nil {
 		return fmt.Errorf("starting the controller manager: %w", err)

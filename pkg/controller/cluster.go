@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,13 +264,12 @@ func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 	sort.Strings(written)
 	sort.Strings(where)
 	if len(written) > 0 && r.Recorder != nil {
-		for _, note := range notes(fmt.Sprintf("Cluster %s: %d objects written", obj.GetName(), len(where)), where) {
-			r.event(mc, obj, "Applied", note)
-		}
-		if err == nil {
-			// What now runs and who was granted what, as PLAN.md says it, so
-			// that `kubectl describe mc` shows it too.
-			for _, note := range runs(pass.Result) {
+		// One event per apply: the full list is status.clusters[].rolledOut.
+		r.event(mc, obj, "Applied", truncateTo(fmt.Sprintf("Cluster %s: %d objects written: %s", obj.GetName(), len(where), strings.Join(where, "; ")), maxNote))
+		// What now runs and who was granted what, as PLAN.md says it, so
+		// that `kubectl describe mc` shows it too: when it changed.
+		if notes := runs(pass.Result); err == nil && r.workloads.runsChanged(client.ObjectKeyFromObject(obj), notes) {
+			for _, note := range notes {
 				r.event(mc, obj, "Runs", note)
 			}
 		}

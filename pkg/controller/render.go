@@ -96,11 +96,14 @@ func convert(from map[string]any, to any) error {
 // of the MetricsConfig.
 const maxMessage = 4096
 
-func truncate(s string) string {
-	if len(s) <= maxMessage {
+func truncate(s string) string { return truncateTo(s, maxMessage) }
+
+// truncateTo cuts s to at most limit bytes, at a character boundary.
+func truncateTo(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	cut := maxMessage - len(" … (truncated)")
+	cut := limit - len(" … (truncated)")
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
@@ -206,13 +209,7 @@ func notes(head string, items []string) []string {
 	var parts [][]string
 	size := 0
 	for _, it := range items {
-		if len(it) > room {
-			cut := room - len(" … (truncated)")
-			for cut > 0 && !utf8.RuneStart(it[cut]) {
-				cut--
-			}
-			it = it[:cut] + " … (truncated)"
-		}
+		it = truncateTo(it, room)
 		if len(parts) == 0 || size+len("; ")+len(it) > room {
 			parts = append(parts, nil)
 			size = -len("; ")

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,25 @@ type workload struct {
 	cluster *cluster.Cluster
 	kinds   []string           // watched: the kinds rendered there
 	stop    context.CancelFunc // ends its watches
+	runs    [32]byte           // digest of the Runs notes last recorded
+}
+
+// runsChanged says whether the notes of what a Cluster runs and grants
+// differ from those last recorded for it, and records them: an event for
+// each change (and once per connection), not for every apply of a fleet.
+func (w *workloads) runsChanged(key types.NamespacedName, notes []string) bool {
+	sum := sha256.Sum256([]byte(strings.Join(notes, "\n")))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, ok := w.m[key]
+	if !ok {
+		return true
+	}
+	if c.runs == sum {
+		return false
+	}
+	c.runs = sum
+	return true
 }
 
 // watch starts the watches of a Cluster's inventory in c, of these kinds.
