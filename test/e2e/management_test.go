@@ -266,7 +266,7 @@ func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
 	files := cp.PrometheusMounts(t, scraperNS, "", "", templates.ServingCA) // the sidecar's CA
 	files["s.yaml"] = templates.ScrapeConfigFile(r.Config)
-	files["rules.yaml"] = forClause.ReplaceAllString(templates.RulesFile(r.Config), "${1}for: 10s")
+	files["rules.yaml"] = framework.ShortFor(templates.RulesFile(r.Config), "10s")
 	p := cp.StartPrometheusInPod(t, scraperNS, scraperSA, main, files)
 	defer p.Proc.Stop()
 	jobs := []string{"capi-controller-manager", "eks-anywhere-packages"}

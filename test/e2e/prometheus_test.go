@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -504,7 +503,7 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	// The rendered rules with every for: cut to 10 seconds, so that a break
 	// fires here within a minute (promtool tests the real durations:
 	// TestAlertsWithPromtool).
-	files["rules.yaml"] = forClause.ReplaceAllString(templates.RulesFile(r.Config), "${1}for: 10s")
+	files["rules.yaml"] = framework.ShortFor(templates.RulesFile(r.Config), "10s")
 	p := c.StartPrometheus(t, node, 9096, sa.Namespace, sa.Name, main, files)
 	defer p.Proc.Stop()
 	p.WaitTargets(t, "every target up before the break", 90*time.Second, func(ts []framework.Target) error {
@@ -619,9 +618,6 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		wrongCA(t, c, p, r, proxies)
 	}
 }
-
-// forClause is the for: of a rule in a rendered rule file.
-var forClause = regexp.MustCompile(`(?m)^(\s+)for: \S+$`)
 
 func writeFileErr(path, content string) error { return os.WriteFile(path, []byte(content), 0o644) }
 

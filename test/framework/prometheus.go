@@ -167,7 +167,7 @@ func (c *Cluster) StartPrometheus(t testing.TB, node *Node, port int, namespace,
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
 	}, args...)...)
-	p.waitReady(t)
+	p.WaitReady(t)
 	return p
 }
 
@@ -188,11 +188,12 @@ func (c *ControlPlane) StartPrometheusInPod(t testing.TB, namespace, serviceAcco
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
 	}, files, c.InClusterEnv(t)...)
-	p.waitReady(t)
+	p.WaitReady(t)
 	return p
 }
 
-func (p *Prometheus) waitReady(t testing.TB) {
+// WaitReady waits until Prometheus answers /-/ready.
+func (p *Prometheus) WaitReady(t testing.TB) {
 	t.Helper()
 	WaitFor(t, "prometheus ready", 60*time.Second, func() (bool, error) {
 		resp, err := http.Get(p.URL + "/-/ready")
@@ -203,6 +204,14 @@ func (p *Prometheus) waitReady(t testing.TB) {
 		return resp.StatusCode == http.StatusOK, fmt.Errorf("status %d", resp.StatusCode)
 	}, p.Proc)
 }
+
+// forClause is the for: of a rule in a rendered rule file.
+var forClause = regexp.MustCompile(`(?m)^(\s+)for: \S+$`)
+
+// ShortFor sets every for: of a rendered rule file to d, so that a break
+// fires in a test within a minute (promtool tests the real durations:
+// TestAlertsWithPromtool).
+func ShortFor(rules, d string) string { return forClause.ReplaceAllString(rules, "${1}for: "+d) }
 
 // StartRemoteWriteReceiver runs a Prometheus that scrapes nothing and
 // takes remote writes on /api/v1/write: where the agents that are not a

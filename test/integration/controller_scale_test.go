@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -254,7 +256,9 @@ func TestControllerUnreachableClusterDoesNotHoldTheOthers(t *testing.T) {
 		f.workloads["w1"].URL, fmt.Sprintf("https://127.0.0.1:%d", framework.FreePort(t)))
 	f.eksaCluster(t, "default", "w3", "mgmt", []byte(dead))
 	cnt := &counter{reqs: map[string]int{}}
-	f.startController(t, cnt)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
+	f.startControllerWith(t, cnt, func(o *cli.ControllerOptions) { o.MetricsAddress = metricsAddr })
+	p := fleetPrometheus(t, f, metricsAddr)
 	f.metricsConfig(t, true)
 	f.waitFor(t, "w1 and w2 applied, w3 unreachable", func() error {
 		st := f.status(t)
@@ -279,15 +283,92 @@ func TestControllerUnreachableClusterDoesNotHoldTheOthers(t *testing.T) {
 			t.Errorf("%s: eksa_metrics_cluster_applied %v, eksa_metrics_cluster_unreachable %v, want %v", name, a, u, want)
 		}
 	}
+	// And the fleet alerts, through a real Prometheus that scrapes the
+	// controller's metrics endpoint and evaluates the rendered rules (for:
+	// cut to 10 s): w3 unreachable and not applied, nothing for w1 and w2.
+	since := time.Now()
+	framework.WaitFor(t, "EksaMetricsWorkloadUnreachable and EksaMetricsClusterNotApplied firing for w3", 90*time.Second, func() (bool, error) {
+		firing := map[string]bool{}
+		for _, a := range p.Alerts(t) {
+			if a.State == "firing" && a.Labels["cluster_namespace"] == "default" {
+				firing[a.Labels["alertname"]+" "+a.Labels["cluster"]] = true
+			}
+		}
+		for _, name := range []string{"w1", "w2"} {
+			for _, alert := range []string{"EksaMetricsWorkloadUnreachable", "EksaMetricsClusterNotApplied"} {
+				if firing[alert+" "+name] {
+					t.Errorf("%s fires for %s, which is applied", alert, name)
+				}
+			}
+		}
+		return firing["EksaMetricsWorkloadUnreachable w3"] && firing["EksaMetricsClusterNotApplied w3"], fmt.Errorf("firing: %v", firing)
+	}, p.Proc)
+	t.Logf("EksaMetricsWorkloadUnreachable and EksaMetricsClusterNotApplied fired for w3 %s after its status said Unreachable (for: 10s)", time.Since(since).Round(time.Second))
 }
 
-// controllerMetricMatch names the metrics a controller-runtime manager
-// serves (and eksa-metrics' controller's own).
-var controllerMetricMatch = regexp.MustCompile(`\b(eksa_metrics_[a-z_]+|controller_runtime_[a-z_]+|workqueue_[a-z_]+|leader_election_[a-z_]+)\b`)
+// fleetPrometheus runs a Prometheus that scrapes the controller's metrics
+// endpoint at addr (controller-runtime's secure serving: a token the
+// management API server authorizes for get /metrics) every 2 s, with the
+// alerting rules rendered for a management cluster, every for: cut to 10 s
+// (promtool tests the real durations: TestAlertsWithPromtool).
+func fleetPrometheus(t *testing.T, f *fleet, addr string) *framework.Prometheus {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	if _, err := f.mgmt.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "test-metrics-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "prometheus", Namespace: "monitoring"}}}
+	if _, err := f.mgmt.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	r := renderManagement(t)
+	token := write("token", f.mgmt.Token(t, "monitoring", "prometheus"))
+	write("rules.yaml", framework.ShortFor(templates.RulesFile(r.Config), "10s"))
+	// The controller serves a self-signed certificate (controller-runtime's
+	// default; docs/controller.md, "Metrics").
+	config := write("prometheus.yml", fmt.Sprintf(`global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}
+rule_files: [rules.yaml]
+scrape_configs:
+- job_name: eksa-metrics-controller
+  scheme: https
+  authorization: {credentials_file: %s}
+  tls_config: {insecure_skip_verify: true}
+  static_configs: [{targets: [%q]}]
+`, token, addr))
+	listen := fmt.Sprintf("127.0.0.1:%d", framework.FreePort(t))
+	p := &framework.Prometheus{URL: "http://" + listen, Dir: dir}
+	p.Proc = framework.Start(t, "prometheus", framework.Binary(t, "prometheus"), []string{"--config.file=" + config,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + listen, "--log.level=warn"})
+	p.WaitReady(t)
+	p.WaitTargets(t, "the controller scraped", 60*time.Second, func(ts []framework.Target) error {
+		for _, tg := range ts {
+			if tg.Health != "up" {
+				return fmt.Errorf("%s %s %s", tg.ScrapeURL, tg.Health, tg.LastError)
+			}
+		}
+		if len(ts) == 0 {
+			return fmt.Errorf("no target yet")
+		}
+		return nil
+	})
+	return p
+}
 
-// controllerMetricsRead lists the controller metrics the dashboards and
-// alerts of a management cluster read.
-func controllerMetricsRead(t testing.TB) []string {
+// renderManagement renders the management cluster example.
+func renderManagement(t testing.TB) *render.Result {
 	t.Helper()
 	raw, err := os.ReadFile("../../examples/vsphere-management.yaml")
 	if err != nil {
@@ -301,6 +382,18 @@ func controllerMetricsRead(t testing.TB) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// controllerMetricMatch names the metrics a controller-runtime manager
+// serves (and eksa-metrics' controller's own).
+var controllerMetricMatch = regexp.MustCompile(`\b(eksa_metrics_[a-z_]+|controller_runtime_[a-z_]+|workqueue_[a-z_]+|leader_election_[a-z_]+)\b`)
+
+// controllerMetricsRead lists the controller metrics the dashboards and
+// alerts of a management cluster read.
+func controllerMetricsRead(t testing.TB) []string {
+	t.Helper()
+	r := renderManagement(t)
 	var exprs []string
 	for _, d := range dashboards.Dashboards(r.Config) {
 		for _, p := range d.Panels {
