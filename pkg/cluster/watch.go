@@ -121,13 +121,13 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 	return nil
 }
 
-// InventoryKinds are the kinds of the objects a render result puts into one
-// cluster (the management cluster's or the workload cluster's): what
-// WatchInventory watches there.
-func InventoryKinds(res *render.Result, dest render.Destination) []string {
+// InventoryKinds are the kinds of the objects a render result puts into a
+// cluster, sorted: what WatchInventory watches there. dests are the
+// destinations that cluster is (both for the management Cluster itself).
+func InventoryKinds(res *render.Result, dests ...render.Destination) []string {
 	var kinds []string
 	for _, o := range res.Objects {
-		if o.Destination == dest && !slices.Contains(kinds, o.Kind()) {
+		if slices.Contains(dests, o.Destination) && !slices.Contains(kinds, o.Kind()) {
 			kinds = append(kinds, o.Kind())
 		}
 	}

@@ -79,4 +79,7 @@ func TestInventoryKindsAreWhatIsRenderedThere(t *testing.T) {
 	if got, want := InventoryKinds(res, render.Management), []string{"Secret"}; !slices.Equal(got, want) {
 		t.Errorf("management: %v, want %v", got, want)
 	}
+	if got, want := InventoryKinds(res, render.Management, render.Workload), []string{"ClusterRole", "DaemonSet", "Secret", "Service"}; !slices.Equal(got, want) {
+		t.Errorf("the management Cluster itself: %v, want %v", got, want)
+	}
 }

@@ -268,9 +268,11 @@ func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 		r.event(mc, obj, "Applied", truncateTo(fmt.Sprintf("Cluster %s: %d objects written: %s", obj.GetName(), len(where), strings.Join(where, "; ")), maxNote))
 		// What now runs and who was granted what, as PLAN.md says it, so
 		// that `kubectl describe mc` shows it too: when it changed.
-		if notes := runs(pass.Result); err == nil && r.workloads.runsChanged(client.ObjectKeyFromObject(obj), notes) {
-			for _, note := range notes {
-				r.event(mc, obj, "Runs", note)
+		if err == nil {
+			if notes := runs(pass.Result); r.workloads.runsChanged(client.ObjectKeyFromObject(obj), notes) {
+				for _, note := range notes {
+					r.event(mc, obj, "Runs", note)
+				}
 			}
 		}
 	}

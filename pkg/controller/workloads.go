@@ -101,8 +101,6 @@ func (w *workloads) rewatch(key types.NamespacedName, c *cluster.Cluster, kinds 
 }
 
 // get returns the connection to a workload cluster, made from data (the
-// kubeconfig read from its Secret) unless one from the same data exists.
-// get returns the connection to a workload cluster, made from data (the
 // kubeconfig read from its Secret) unless one from the same data exists,
 // with the watches of the kinds rendered there.
 func (w *workloads) get(ctx context.Context, key types.NamespacedName, name, version string, data []byte, kinds []string) (*cluster.Cluster, error) {
@@ -194,9 +192,8 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 		if !res.Config.Management {
 			return nil, fmt.Errorf("Cluster %s/%s rendered as a workload cluster although it is the management cluster", obj.GetNamespace(), obj.GetName())
 		}
-		kinds := slices.Concat(cluster.InventoryKinds(res, render.Management), cluster.InventoryKinds(res, render.Workload))
-		slices.Sort(kinds)
-		if err := r.workloads.watchManagement(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, r.Management, slices.Compact(kinds)); err != nil {
+		kinds := cluster.InventoryKinds(res, render.Management, render.Workload)
+		if err := r.workloads.watchManagement(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, r.Management, kinds); err != nil {
 			return nil, err
 		}
 		return &engine.Clusters{Management: r.Management, Workload: r.Management}, nil
