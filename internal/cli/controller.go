@@ -107,7 +107,7 @@ selected Cluster what eksa-metrics apply would. In a pod it uses its ServiceAcco
 	fl.StringVar(&o.ProbeAddress, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fl.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader, so that only one replica reconciles")
 	fl.StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's)")
-	fl.IntVar(&o.Concurrency, "cluster-concurrency", 8, "Clusters planned and applied at once (each Cluster is its own unit of work)")
+	fl.IntVar(&o.Concurrency, "cluster-concurrency", 16, "Clusters planned and applied at once (each Cluster is its own unit of work)")
 	fl.IntVar(&o.Workers, "workers", 2, "MetricsConfig statuses written at once")
 	fl.StringVar(&o.Shard, "shard", "", "keep only the Clusters labelled "+controller.ShardLabel+"=<this value>, with a Lease of its own (eksa-metrics-controller-<shard>); empty: the Clusters without that label. Run one replica set per shard")
 	fl.BoolVar(&o.InsecureKubeconfigSecrets, "insecure-kubeconfig-secrets", false, secretsFlagHelp)

@@ -309,7 +309,10 @@ func (c *Cluster) execute(ctx context.Context, s *Step, opts ExecuteOptions, ens
 	if opts.DryRun {
 		po.DryRun = []string{metav1.DryRunAll}
 	}
-	_, err = ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, po)
+	out, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, po)
+	if err == nil && !opts.DryRun {
+		c.recordApplied(&u, data, out)
+	}
 	if apierrors.IsConflict(err) {
 		ce := &ConflictError{Object: s.Name(), Cluster: c.String()}
 		if st, ok := err.(apierrors.APIStatus); ok && st.Status().Details != nil {

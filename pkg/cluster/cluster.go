@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,10 @@ type Cluster struct {
 	config *rest.Config
 	// inventory, when set (CacheInventory), serves the inventory lists.
 	inventory map[schema.GroupVersionResource]*cachedKind
+	// held, by cluster name, is what WatchInventory's watches know of
+	// each Cluster's inventory here: what its plans read (held.go).
+	heldMu sync.Mutex
+	held   map[string]*held
 	// CA is the cluster CA from the kubeconfig, when it names one.
 	CA *x509.CertPool
 	// Namespaced, when set, says where this identity may list the

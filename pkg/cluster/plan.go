@@ -91,6 +91,9 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	}
 	s.mapping = m
 	u := unstructured.Unstructured{Object: obj}
+	if c.heldStep(s) {
+		return s, nil
+	}
 	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) && u.GetKind() == "KubeadmControlPlane":
@@ -128,7 +131,7 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 
 // ownsByApply reports whether eksa-metrics holds an Apply entry in the
 // object's managed fields.
-func ownsByApply(live *unstructured.Unstructured) bool {
+func ownsByApply(live metav1.Object) bool {
 	for _, mf := range live.GetManagedFields() {
 		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply {
 			return true

@@ -48,6 +48,7 @@ var prunable = []schema.GroupVersionKind{
 func (c *Cluster) pruneSteps(ctx context.Context, clusterName string, keep map[string]bool) ([]*Step, error) {
 	selector := fmt.Sprintf("%s=%s,%s=%s", templates.ManagedByLabel, templates.Prefix, templates.ClusterLabel, clusterName)
 	var steps []*Step
+	h := c.heldFor(clusterName) // the Cluster's watches, when it has them here
 	for _, gvk := range prunable {
 		m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if meta.IsNoMatchError(err) {
@@ -56,17 +57,25 @@ func (c *Cluster) pruneSteps(ctx context.Context, clusterName string, keep map[s
 		if err != nil {
 			return nil, err
 		}
-		items, err := c.listAll(ctx, c.Dynamic.Resource(m.Resource), m.Resource, metav1.ListOptions{LabelSelector: selector})
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) && slices.Contains([]string{"packages.eks.amazonaws.com", "monitoring.coreos.com", "cert-manager.io"}, gvk.Group) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing the %s eksa-metrics created for cluster %s in the %s: %w", gvk.Kind, clusterName, c, err)
+		items, fromWatches := h.heldPrunable(gvk)
+		if !fromWatches {
+			var err error
+			items, err = c.listAll(ctx, c.Dynamic.Resource(m.Resource), m.Resource, metav1.ListOptions{LabelSelector: selector})
+			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) && slices.Contains([]string{"packages.eks.amazonaws.com", "monitoring.coreos.com", "cert-manager.io"}, gvk.Group) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("listing the %s eksa-metrics created for cluster %s in the %s: %w", gvk.Kind, clusterName, c, err)
+			}
+			if !slices.ContainsFunc(items, func(u unstructured.Unstructured) bool { return ownsByApply(&u) }) {
+				h.noneListed(gvk.Kind)
+			}
 		}
 		for i := range items {
 			live := &items[i]
 			key := inventoryKey(gvk.Kind, live.GetNamespace(), live.GetName())
-			if keep[key] || !ownsByApply(live) {
+			// What the watches give is only what eksa-metrics applied.
+			if keep[key] || !fromWatches && !ownsByApply(live) {
 				continue
 			}
 			obj := map[string]any{"apiVersion": live.GetAPIVersion(), "kind": live.GetKind(),

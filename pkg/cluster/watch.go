@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -62,23 +64,25 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 		return err
 	}
 	type watched struct {
-		gvk      schema.GroupVersionKind
-		selector string
-		ours     func(metav1.Object) bool
+		gvk       schema.GroupVersionKind
+		selector  string
+		ours      func(metav1.Object) bool
+		inventory bool // the Cluster's inventory, what plans read (held)
 	}
 	inventory := fmt.Sprintf("%s=%s,%s=%s", templates.ManagedByLabel, templates.Prefix, templates.ClusterLabel, clusterName)
 	certificates := templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel
 	var watches []watched
 	for _, gvk := range prunable {
 		if slices.Contains(kinds, gvk.Kind) {
-			watches = append(watches, watched{gvk, inventory, func(o metav1.Object) bool { return o.GetLabels()[templates.ClusterLabel] == clusterName }})
+			watches = append(watches, watched{gvk, inventory, func(o metav1.Object) bool { return o.GetLabels()[templates.ClusterLabel] == clusterName }, true})
 		}
 		if gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap") {
 			// The serving certificates' Secrets and CA bundles are the
 			// workload cluster's, not one Cluster name's.
-			watches = append(watches, watched{gvk, certificates, func(metav1.Object) bool { return true }})
+			watches = append(watches, watched{gvk, certificates, func(metav1.Object) bool { return true }, false})
 		}
 	}
+	h := newHeld()
 	var reflectors []*toolscache.Reflector
 	for _, w := range watches {
 		m, err := c.mapper.RESTMapping(w.gvk.GroupKind(), w.gvk.Version)
@@ -107,7 +111,16 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 					return client.Watch(ctx, o)
 				},
 			}, mc)
-			store := &driftStore{kind: w.gvk.Kind, ours: w.ours, drifted: drifted}
+			store := &driftStore{kind: w.gvk.Kind, ours: w.ours, drifted: drifted, listed: make(chan struct{}), current: func(namespace, name string) (metav1.Object, error) {
+				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				// From the API server's watch cache, which the event came from:
+				// as new as the event, and no read of etcd.
+				return mc.Resource(m.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
+			}}
+			if w.inventory {
+				h.stores[kindIn{w.gvk.Kind, ns}] = store
+			}
 			reflectors = append(reflectors, toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, store,
 				toolscache.ReflectorOptions{Name: clusterName + " " + m.Resource.String()}))
 		}
@@ -118,8 +131,26 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 	for _, r := range reflectors {
 		go r.RunWithContext(quiet)
 	}
+	c.hold(clusterName, h)
+	go func() { <-ctx.Done(); c.release(clusterName, h) }()
+	// The first plan after the watches start reads what they list (it
+	// reads the API server for a kind not listed within the wait).
+	wait := time.NewTimer(syncWait)
+	defer wait.Stop()
+	for _, s := range h.stores {
+		select {
+		case <-s.listed:
+		case <-wait.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	return nil
 }
+
+// syncWait is how long WatchInventory waits for its watches' first lists.
+const syncWait = 30 * time.Second
 
 // InventoryKinds are the kinds of the objects a render result puts into a
 // cluster, sorted: what WatchInventory watches there. dests are the
@@ -141,9 +172,13 @@ type driftStore struct {
 	kind    string
 	ours    func(metav1.Object) bool
 	drifted func(Drift)
+	// current reads the object as it is now (nil: not read): a watch
+	// reports an object that left its label selection as deleted.
+	current func(namespace, name string) (metav1.Object, error)
 
+	// listed is closed by the first list.
+	listed chan struct{}
 	mu     sync.Mutex
-	listed bool
 	seen   map[string]seen // by namespace/name
 }
 
@@ -152,10 +187,42 @@ type seen struct {
 	generation      int64
 	meta            uint64 // hash of the labels and annotations
 	ours            bool
+	uid             types.UID
+	byApply         bool // eksa-metrics holds an Apply entry of its managed fields
 }
 
 func (s *driftStore) seenOf(o metav1.Object) seen {
-	return seen{resourceVersion: o.GetResourceVersion(), generation: o.GetGeneration(), meta: metaHash(o), ours: s.ours(o)}
+	return seen{resourceVersion: o.GetResourceVersion(), generation: o.GetGeneration(), meta: metaHash(o), ours: s.ours(o), uid: o.GetUID(), byApply: ownsByApply(o)}
+}
+
+// synced says whether the first list has been stored.
+func (s *driftStore) synced() bool {
+	select {
+	case <-s.listed:
+		return true
+	default:
+		return false
+	}
+}
+
+// get is what the store holds of namespace/name.
+func (s *driftStore) get(key string) (seen, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.seen[key]
+	return o, ok
+}
+
+// snapshot is a copy of what the store holds, by namespace/name.
+func (s *driftStore) snapshot() map[string]seen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.seen)
+}
+
+func splitKey(key string) (namespace, name string) {
+	namespace, name, _ = strings.Cut(key, "/")
+	return namespace, name
 }
 
 func (s *driftStore) name(o metav1.Object) string {
@@ -202,32 +269,64 @@ func (s *driftStore) update(prev seen, n metav1.Object) {
 }
 
 func (s *driftStore) Delete(obj any) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if o, ok := obj.(metav1.Object); ok {
-		if s.ours(o) {
-			s.drifted(Drift{Object: s.name(o), Action: "deleted"})
-		}
-		delete(s.seen, objectKey(o))
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	delete(s.seen, objectKey(o))
+	s.mu.Unlock()
+	// Read without the lock: a plan reading the store does not wait on it.
+	if s.ours(o) && !s.movedAway(o.GetNamespace(), o.GetName()) {
+		s.drifted(Drift{Object: s.name(o), Action: "deleted"})
 	}
 	return nil
+}
+
+// movedAway says whether an object reported gone still exists and is no
+// longer ours: it carries another Cluster's label (two Clusters pointed at
+// one API server take the same objects in turn) or lost our labels. The
+// watch reports such an object as deleted, with its content before the
+// change; re-planning for it would take it back, and the other Cluster
+// would take it again, without end. An object that is gone, or that cannot
+// be read, is drift.
+func (s *driftStore) movedAway(namespace, name string) bool {
+	if s.current == nil {
+		return false
+	}
+	now, err := s.current(namespace, name)
+	return err == nil && !s.ours(now)
 }
 
 // Replace is the first list (recorded) or a relist after the watch was
 // lost: what changed or went meanwhile is drift as a watch event would be.
 func (s *driftStore) Replace(list []any, _ string) error {
+	for _, k := range s.replace(list) {
+		ns, name := splitKey(k)
+		if !s.movedAway(ns, name) {
+			s.drifted(Drift{Object: templates.ObjectName(s.kind, ns, name), Action: "deleted"})
+		}
+	}
+	return nil
+}
+
+// replace stores a list and returns the keys of the objects of ours it
+// no longer holds.
+func (s *driftStore) replace(list []any) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.listed {
-		s.listed = true
+	if s.seen == nil {
 		s.seen = make(map[string]seen, len(list))
 		for _, obj := range list {
 			if o, ok := obj.(metav1.Object); ok {
 				s.seen[objectKey(o)] = s.seenOf(o)
 			}
+		}
+		if s.listed != nil {
+			close(s.listed)
 		}
 		return nil
 	}
@@ -238,14 +337,15 @@ func (s *driftStore) Replace(list []any, _ string) error {
 			s.add(o)
 		}
 	}
+	var ours []string
 	for k, prev := range gone {
 		if prev.ours {
-			ns, name, _ := strings.Cut(k, "/")
-			s.drifted(Drift{Object: templates.ObjectName(s.kind, ns, name), Action: "deleted"})
+			ours = append(ours, k)
 		}
 		delete(s.seen, k)
 	}
-	return nil
+	slices.Sort(ours)
+	return ours
 }
 
 func (s *driftStore) Resync() error { return nil }

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 )
@@ -81,5 +83,33 @@ func TestInventoryKindsAreWhatIsRenderedThere(t *testing.T) {
 	}
 	if got, want := InventoryKinds(res, render.Management, render.Workload), []string{"ClusterRole", "DaemonSet", "Secret", "Service"}; !slices.Equal(got, want) {
 		t.Errorf("the management Cluster itself: %v, want %v", got, want)
+	}
+}
+
+// A watch reports an object that left its selection (another Cluster on
+// the same API server took it) as deleted, with its old labels: that is not
+// drift, or the two Clusters would take it from each other without end. An
+// object really gone is.
+func TestDriftIgnoresAnObjectAnotherClusterTook(t *testing.T) {
+	now := map[string]*metav1.ObjectMeta{"taken": {Name: "taken", Labels: map[string]string{"c": "w2"}}}
+	var drifts []Drift
+	s := &driftStore{kind: "Service", ours: func(o metav1.Object) bool { return o.GetLabels()["c"] == "w1" }, drifted: func(d Drift) { drifts = append(drifts, d) },
+		current: func(_, name string) (metav1.Object, error) {
+			if o, ok := now[name]; ok {
+				return o, nil
+			}
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, name)
+		}}
+	obj := func(name string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, ResourceVersion: "1", Labels: map[string]string{"c": "w1"}}}
+	}
+	_ = s.Replace([]any{obj("taken"), obj("gone"), obj("relisted-taken"), obj("relisted-gone")}, "1")
+	_ = s.Delete(obj("taken"))
+	_ = s.Delete(obj("gone"))
+	now["relisted-taken"] = &metav1.ObjectMeta{Name: "relisted-taken", Labels: map[string]string{"c": "w2"}}
+	_ = s.Replace(nil, "2")
+	want := []Drift{{"Service kube-system/gone", "deleted"}, {"Service kube-system/relisted-gone", "deleted"}}
+	if !slices.Equal(drifts, want) {
+		t.Errorf("drift %v, want %v", drifts, want)
 	}
 }

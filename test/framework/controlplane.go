@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +108,8 @@ func StartControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 		{Name: "enable-admission-plugins", Value: "NodeRestriction"},
 		{Name: "allow-privileged", Value: "true"},
 		{Name: "enable-priority-and-fairness", Value: "false"},
-		{Name: "profiling", Value: "false"},
+		// On only for the fleet benchmark's profiles (EKSA_METRICS_PROFILE_DIR).
+		{Name: "profiling", Value: strconv.FormatBool(os.Getenv("EKSA_METRICS_PROFILE_DIR") != "")},
 		{Name: "v", Value: "1"},
 	}, opts.APIServerArgs)
 	cp.APIServer = start(t, "kube-apiserver", apiBin, Args(apiArgs))
