@@ -17,6 +17,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
@@ -243,7 +245,8 @@ func ptr[T any](v T) *T { return &v }
 // for: cut to 10 seconds): the Cluster API manager and the packages
 // controller's sidecar are scraped, every metric the management rules read
 // is among what they expose, none of eksa-metrics' alerts is pending at
-// rest, and the Cluster API manager stopped fires
+// rest, a Cluster API Cluster nobody can reconcile fires
+// EksaMetricsReconcileErrors, and the Cluster API manager stopped fires
 // EksaMetricsManagementControllerDown for it.
 func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result, capi *framework.Process) {
 	t.Helper()
@@ -324,6 +327,35 @@ func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result
 		}
 		time.Sleep(2 * time.Second)
 	}
+	// A Cluster API Cluster whose infrastructure kind no provider serves
+	// (and without a kubeconfig Secret): the controllers that reconcile
+	// Cluster API Clusters fail on it, and EksaMetricsReconcileErrors fires
+	// for the one whose errors pass one in ten of its reconciles.
+	broken := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+		"metadata": map[string]any{"name": "broken", "namespace": "default"},
+		"spec":     map[string]any{"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "NoSuchCluster", "name": "broken"}}}}
+	capiClusters := schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	if _, err := cp.Dynamic.Resource(capiClusters).Namespace("default").Create(ctx, broken, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	var failing map[string]string
+	framework.WaitFor(t, "EksaMetricsReconcileErrors firing", 120*time.Second, func() (bool, error) {
+		var seen []string
+		for _, a := range p.Alerts(t) {
+			if a.Labels["alertname"] == "EksaMetricsReconcileErrors" && a.State == "firing" {
+				failing = a.Labels
+				return true, nil
+			}
+			seen = append(seen, fmt.Sprintf("%s %s %v", a.Labels["alertname"], a.State, a.Labels))
+		}
+		return false, fmt.Errorf("alerts %v", seen)
+	})
+	if !slices.Contains(jobs, failing["job"]) || failing["severity"] != "warning" || failing["namespace"] == "" {
+		t.Errorf("EksaMetricsReconcileErrors labels %v", failing)
+	}
+	t.Logf("a Cluster API Cluster with an infrastructure kind nobody serves: EksaMetricsReconcileErrors fired for %s controller %s (namespace %s) %s after it was created (for: 10s)",
+		failing["job"], failing["controller"], failing["namespace"], time.Since(created).Round(time.Second))
 	stopped := time.Now()
 	capi.Stop()
 	framework.WaitFor(t, "EksaMetricsManagementControllerDown firing for capi-controller-manager", 90*time.Second, func() (bool, error) {
@@ -341,7 +373,7 @@ func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result
 	})
 	t.Logf("the Cluster API manager stopped: EksaMetricsManagementControllerDown fired %s later (for: 10s)", time.Since(stopped).Round(time.Second))
 	for _, a := range p.Alerts(t) {
-		if strings.HasPrefix(a.Labels["alertname"], "EksaMetrics") && a.Labels["job"] != "capi-controller-manager" {
+		if strings.HasPrefix(a.Labels["alertname"], "EksaMetrics") && a.Labels["job"] != "capi-controller-manager" && a.Labels["alertname"] != "EksaMetricsReconcileErrors" {
 			t.Errorf("%s is %s for %v after the Cluster API manager stopped", a.Labels["alertname"], a.State, a.Labels)
 		}
 	}
