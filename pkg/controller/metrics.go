@@ -61,6 +61,9 @@ func observe(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus, now time
 		unreachable = unreachable || c.Status != "True" && c.Reason == metricsv1alpha1.ReasonUnreachable
 	}
 	clusterUnreachable.WithLabelValues(lv...).Set(boolValue(unreachable))
+	// The repairs' counter exists from the first observation, at 0: a
+	// series that appears at 1 hides its first repair from increase().
+	driftRepairs.WithLabelValues(mc.Namespace, st.Name)
 	if ok && st.LastError == "" {
 		clusterLastApplied.WithLabelValues(lv...).Set(float64(now.Unix()))
 	}

@@ -54,16 +54,33 @@ func Dashboards(c *spec.Config) []Dashboard {
 		}})
 	}
 	if c.Management {
-		out = append(out, Dashboard{Name: templates.Prefix + "-fleet", Title: "eksa-metrics / fleet", Panels: []Panel{
+		out = append(out, Dashboard{Name: templates.Prefix + "-fleet", Title: "eksa-metrics / fleet", Panels: append(ClusterTargets(c), []Panel{
 			{Title: "Clusters applied", Expr: "sum by (metricsconfig) (eksa_metrics_cluster_applied)", Legend: "{{metricsconfig}}"},
 			{Title: "Clusters not applied", Expr: "eksa_metrics_cluster_applied == 0", Legend: "{{cluster_namespace}}/{{cluster}}"},
 			{Title: "Workload clusters unreachable", Expr: "eksa_metrics_cluster_unreachable == 1", Legend: "{{cluster_namespace}}/{{cluster}}"},
 			{Title: "Since the last apply", Unit: "s", Expr: "time() - eksa_metrics_cluster_last_applied_timestamp_seconds", Legend: "{{cluster_namespace}}/{{cluster}}"},
 			{Title: "Until the serving certificates' renewal", Description: "Negative: renewal is overdue (EksaMetricsCertificateRenewalOverdue).", Unit: "s", Expr: "eksa_metrics_serving_certificate_renewal_timestamp_seconds - time()", Legend: "{{cluster_namespace}}/{{cluster}}"},
 			{Title: "Drift repairs per hour", Expr: "sum by (cluster_namespace, cluster) (increase(eksa_metrics_drift_repairs_total[1h]))", Legend: "{{cluster_namespace}}/{{cluster}}"},
-		}})
+		}...)})
 	}
 	return out
+}
+
+// ClusterTargets are the fleet dashboard's panels of the exposed
+// components' targets per EKS-A cluster, by the cluster target label every
+// cluster's rendered scrape configuration sets: data where the fleet's
+// metrics meet (each cluster's Prometheus writing remotely to one store, or
+// federated), one line per cluster in a single cluster's Prometheus.
+func ClusterTargets(c *spec.Config) []Panel {
+	sel := fmt.Sprintf("%s!=\"\"", templates.TargetClusterLabel)
+	if jobs := templates.ExposedJobs(c); len(jobs) > 0 {
+		sel += "," + matcher(jobs)
+	}
+	by := templates.TargetClusterLabel
+	return []Panel{
+		{Title: "Targets up per cluster", Description: "Instances of the exposed components scraped successfully, per EKS-A cluster (the cluster label of eksa-metrics' targets).", Expr: fmt.Sprintf("sum by (%s) (up{%s})", by, sel), Legend: "{{" + by + "}}"},
+		{Title: "Scrape failures per cluster", Description: "Instances whose last scrape failed, per EKS-A cluster: EksaMetricsTargetDown names the instance, eksa-metrics verify the reason.", Expr: fmt.Sprintf("sum by (%s) (1 - up{%s})", by, sel), Legend: "{{" + by + "}}"},
+	}
 }
 
 func matcher(jobs []string) string {

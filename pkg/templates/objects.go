@@ -26,6 +26,12 @@ const (
 	// apply prunes.
 	ClusterLabel = "metrics.anywhere.eks.amazonaws.com/cluster"
 	NameLabel    = "app.kubernetes.io/name"
+	// TargetClusterLabel is the target label that names, on every series
+	// of a component eksa-metrics exposes, the EKS-A cluster it came from
+	// (kubernetes-mixin's multi-cluster label): what tells one cluster's
+	// targets from another's where a fleet's metrics meet (remote write,
+	// federation, Thanos), and what the fleet dashboard groups by.
+	TargetClusterLabel = "cluster"
 	// InsecureSkipVerifyAnnotation explains, on a scrape object, why it does
 	// not verify the target's certificate.
 	InsecureSkipVerifyAnnotation = "eksa-metrics/insecure-skip-verify"

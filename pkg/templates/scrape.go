@@ -172,6 +172,14 @@ func drops(c *spec.Config, t target, path string) []relabel {
 
 // metricsPathLabel copies the path into the metrics_path label, which the
 // kubelet rules select (KubeletDown wants metrics_path="/metrics").
+// clusterLabel sets TargetClusterLabel to the EKS-A cluster's name on the
+// targets of the components eksa-metrics exposes. Not on the management
+// controllers: their own series may carry a cluster label (the Cluster they
+// reconcile), which a target label of that name would rename.
+func clusterLabel(c *spec.Config, t target) (relabel, bool) {
+	return relabel{TargetLabel: TargetClusterLabel, Replacement: c.ClusterName, Action: "replace"}, !t.mgmt && c.ClusterName != ""
+}
+
 var metricsPathLabel = relabel{SourceLabels: []string{"__metrics_path__"}, TargetLabel: "metrics_path", Action: "replace"}
 
 // labelsPath: the target's series carry metrics_path. Every kubelet path
@@ -210,6 +218,9 @@ func ServiceMonitors(c *spec.Config) []Object {
 			}
 			if t.job != t.comp.Job && !t.mgmt { // the stack's own job names
 				ep.RelabelConfigs = append(ep.RelabelConfigs, relabel{TargetLabel: "job", Replacement: t.job, Action: "replace"}.operator())
+			}
+			if l, ok := clusterLabel(c, t); ok {
+				ep.RelabelConfigs = append(ep.RelabelConfigs, l.operator())
 			}
 			for _, d := range drops(c, t, p) {
 				ep.MetricRelabelConfigs = append(ep.MetricRelabelConfigs, d.operator())
@@ -373,6 +384,9 @@ func scrapeJobs(c *spec.Config) []scrapeJob {
 				job.RelabelConfigs = append(job.RelabelConfigs, metricsPathLabel)
 			}
 			job.RelabelConfigs = append(job.RelabelConfigs, relabel{TargetLabel: "job", Replacement: t.job, Action: "replace"})
+			if l, ok := clusterLabel(c, t); ok {
+				job.RelabelConfigs = append(job.RelabelConfigs, l)
+			}
 			job.MetricRelabelConfigs = drops(c, t, p)
 			out = append(out, job)
 		}

@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,9 +73,17 @@ func TestScrapeConfigFileParses(t *testing.T) {
 			!kubelet && (first.Action != "keep" || len(first.SourceLabels) < 2) {
 			t.Errorf("job %+v", j)
 		}
-		last := j.RelabelConfigs[len(j.RelabelConfigs)-1]
-		if last.TargetLabel != "job" || last.Replacement == "" {
-			t.Errorf("job %s does not set the job label: %+v", j.JobName, last)
+		set := map[string]string{}
+		for _, r := range j.RelabelConfigs {
+			if r.Action == "replace" && len(r.SourceLabels) == 0 {
+				set[r.TargetLabel] = r.Replacement
+			}
+		}
+		// The management controllers' series may carry a cluster label of
+		// their own: no target label of that name on them.
+		mgmt := slices.Contains(ManagementJobs(c), set["job"])
+		if set["job"] == "" || mgmt != (set[TargetClusterLabel] == "") || !mgmt && set[TargetClusterLabel] != "c" {
+			t.Errorf("job %s sets the labels %v, want job and %s: c", j.JobName, set, TargetClusterLabel)
 		}
 	}
 }

@@ -537,6 +537,18 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 		}
 	}
 
+	// The fleet dashboard's per-cluster panels: every target of the
+	// exposed components carries the cluster label, with this cluster's
+	// name, and only it.
+	for _, panel := range dashboards.ClusterTargets(r.Config) {
+		p.WaitQuery(t, fmt.Sprintf("fleet panel %q: one line, for cluster %s", panel.Title, r.Config.ClusterName), 30*time.Second, panel.Expr,
+			func(res []map[string]string) bool {
+				return len(res) == 1 && res[0][templates.TargetClusterLabel] == r.Config.ClusterName
+			})
+	}
+	p.WaitQuery(t, "no target of the exposed components without the cluster label", 30*time.Second,
+		fmt.Sprintf("count(up{%s=\"\",job=~%q})", templates.TargetClusterLabel, strings.Join(templates.ExposedJobs(r.Config), "|")), func(res []map[string]string) bool { return len(res) == 0 })
+
 	// No dead alert: each metric a targets rule reads, exposed by every job
 	// the rule selects. (It found that kube-controller-manager and
 	// kube-scheduler do not serve apiserver_tls_handshake_errors_total,

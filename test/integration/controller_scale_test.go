@@ -304,6 +304,60 @@ func TestControllerUnreachableClusterDoesNotHoldTheOthers(t *testing.T) {
 		return firing["EksaMetricsWorkloadUnreachable w3"] && firing["EksaMetricsClusterNotApplied w3"], fmt.Errorf("firing: %v", firing)
 	}, p.Proc)
 	t.Logf("EksaMetricsWorkloadUnreachable and EksaMetricsClusterNotApplied fired for w3 %s after its status said Unreachable (for: 10s)", time.Since(since).Round(time.Second))
+
+	// Someone keeps deleting a serving certificate's Secret in w1: each
+	// time it is issued again, and the seventh repair in the hour fires
+	// EksaMetricsDriftRepeated for w1 (and for nobody else).
+	ctx := context.Background()
+	w1 := f.workloads["w1"].Client.CoreV1().Secrets(templates.SystemNS)
+	certs, err := w1.List(ctx, metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secret string
+	for _, s := range certs.Items {
+		if s.Name != templates.ServingCA {
+			secret = s.Name
+		}
+	}
+	if secret == "" {
+		t.Fatalf("no serving certificate Secret in w1: %d certificate Secrets", len(certs.Items))
+	}
+	since = time.Now()
+	for i := range 7 {
+		old, err := w1.Get(ctx, secret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w1.Delete(ctx, secret, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.waitFor(t, fmt.Sprintf("Secret %s issued again in w1 (deletion %d)", secret, i+1), func() error {
+			now, err := w1.Get(ctx, secret, metav1.GetOptions{})
+			if err == nil && now.UID == old.UID {
+				return fmt.Errorf("still the deleted one")
+			}
+			return err
+		})
+	}
+	t.Logf("Secret %s/%s deleted 7 times in w1: issued again each time, %s in all", templates.SystemNS, secret, time.Since(since).Round(100*time.Millisecond))
+	since = time.Now()
+	framework.WaitFor(t, "EksaMetricsDriftRepeated firing for w1", 90*time.Second, func() (bool, error) {
+		var seen []string
+		fired := false
+		for _, a := range p.Alerts(t) {
+			if a.Labels["alertname"] != "EksaMetricsDriftRepeated" {
+				continue
+			}
+			if a.Labels["cluster"] != "w1" {
+				t.Errorf("EksaMetricsDriftRepeated is %s for %v", a.State, a.Labels)
+			}
+			fired = fired || a.State == "firing" && a.Labels["cluster"] == "w1" && a.Labels["cluster_namespace"] == "default"
+			seen = append(seen, a.State+" "+a.Labels["cluster"])
+		}
+		return fired, fmt.Errorf("EksaMetricsDriftRepeated: %v", seen)
+	}, p.Proc)
+	t.Logf("EksaMetricsDriftRepeated fired for w1 %s after the seventh repair", time.Since(since).Round(time.Second))
 }
 
 // fleetPrometheus runs a Prometheus that scrapes the controller's metrics
