@@ -109,8 +109,11 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	// namespace file tells controller-runtime where its Lease goes.
 	podNamespace := filepath.Join(t.TempDir(), "namespace")
 	writeFile(t, podNamespace, "capi-system")
-	secure := framework.StartInPod(t, "cluster-api-manager", manager, append(args, testBed()...),
-		map[string]string{"/var/run/secrets/kubernetes.io/serviceaccount/namespace": podNamespace})
+	startSecure := func() *framework.Process {
+		return framework.StartInPod(t, "cluster-api-manager", manager, append(args, testBed()...),
+			map[string]string{"/var/run/secrets/kubernetes.io/serviceaccount/namespace": podNamespace})
+	}
+	secure := startSecure()
 
 	scraper := cp.Token(t, scraperNS, scraperSA)
 	unbound := cp.Token(t, unboundNS, unboundSA)
@@ -222,7 +225,7 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	if len(v.results) != 3 || !strings.Contains(v.stderr, "Deployment eksa-system/eksa-controller-manager is not installed") {
 		t.Errorf("%d rows, want 3\n%s", len(v.results), v.stderr)
 	}
-	managementAlerts(t, cp, r, secure)
+	managementAlerts(t, cp, r, secure, startSecure)
 
 	proxy.Stop()
 	if err := cp.Client.DiscoveryV1().EndpointSlices("capi-system").Delete(ctx, "capi-controller-manager-metrics-e2e", metav1.DeleteOptions{}); err != nil {
@@ -247,8 +250,9 @@ func ptr[T any](v T) *T { return &v }
 // is among what they expose, none of eksa-metrics' alerts is pending at
 // rest, a Cluster API Cluster nobody can reconcile fires
 // EksaMetricsReconcileErrors, and the Cluster API manager stopped fires
-// EksaMetricsManagementControllerDown for it.
-func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result, capi *framework.Process) {
+// EksaMetricsManagementControllerDown for it; started again while another
+// holder keeps its Lease, it fires EksaMetricsNoLeader.
+func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result, capi *framework.Process, restart func() *framework.Process) {
 	t.Helper()
 	ctx := context.Background()
 	// What kube-prometheus' prometheus-k8s holds for discovery: read
@@ -377,4 +381,36 @@ func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result
 			t.Errorf("%s is %s for %v after the Cluster API manager stopped", a.Labels["alertname"], a.State, a.Labels)
 		}
 	}
+
+	// Another holder keeps the manager's Lease (a replica that is stuck, a
+	// second installation with the same election ID): the manager, started
+	// again, waits as a standby (leader_election_master_status 0) and no
+	// replica reconciles.
+	leases, err := cp.Client.CoordinationV1().Leases("capi-system").List(ctx, metav1.ListOptions{})
+	if err != nil || len(leases.Items) != 1 {
+		t.Fatalf("the Cluster API manager's Lease: %v, %v", leases, err)
+	}
+	lease := leases.Items[0]
+	lease.Spec.HolderIdentity = ptr("another-replica")
+	lease.Spec.LeaseDurationSeconds = ptr(int32(3600))
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := cp.Client.CoordinationV1().Leases("capi-system").Update(ctx, &lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	restart()
+	framework.WaitFor(t, "EksaMetricsNoLeader firing for capi-controller-manager", 120*time.Second, func() (bool, error) {
+		var seen []string
+		for _, a := range p.Alerts(t) {
+			if a.Labels["alertname"] == "EksaMetricsNoLeader" && a.Labels["job"] == "capi-controller-manager" && a.State == "firing" {
+				if a.Labels["severity"] != "critical" || a.Labels["namespace"] != "capi-system" {
+					t.Errorf("labels %v", a.Labels)
+				}
+				return true, nil
+			}
+			seen = append(seen, a.Labels["alertname"]+" "+a.State)
+		}
+		return false, fmt.Errorf("alerts %v", seen)
+	})
+	t.Logf("the Cluster API manager started again while another-replica holds its Lease %s: EksaMetricsNoLeader fired %s later (for: 10s)", lease.Name, time.Since(restarted).Round(time.Second))
 }
