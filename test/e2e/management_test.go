@@ -243,6 +243,25 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// capiCritical waits for alert to fire for the Cluster API manager, with
+// severity critical and namespace capi-system.
+func capiCritical(t *testing.T, p *framework.Prometheus, alert string, timeout time.Duration) {
+	t.Helper()
+	framework.WaitFor(t, alert+" firing for capi-controller-manager", timeout, func() (bool, error) {
+		var seen []string
+		for _, a := range p.Alerts(t) {
+			if a.Labels["alertname"] == alert && a.Labels["job"] == "capi-controller-manager" && a.State == "firing" {
+				if a.Labels["severity"] != "critical" || a.Labels["namespace"] != "capi-system" {
+					t.Errorf("%s labels %v", alert, a.Labels)
+				}
+				return true, nil
+			}
+			seen = append(seen, a.Labels["alertname"]+" "+a.State)
+		}
+		return false, fmt.Errorf("alerts %v", seen)
+	})
+}
+
 // managementAlerts runs a real Prometheus as a pod of the scraper's
 // ServiceAccount, with the rendered scrape configuration and rules (every
 // for: cut to 10 seconds): the Cluster API manager and the packages
@@ -362,19 +381,7 @@ func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result
 		failing["job"], failing["controller"], failing["namespace"], time.Since(created).Round(time.Second))
 	stopped := time.Now()
 	capi.Stop()
-	framework.WaitFor(t, "EksaMetricsManagementControllerDown firing for capi-controller-manager", 90*time.Second, func() (bool, error) {
-		var seen []string
-		for _, a := range p.Alerts(t) {
-			if a.Labels["alertname"] == "EksaMetricsManagementControllerDown" && a.Labels["job"] == "capi-controller-manager" && a.State == "firing" {
-				if a.Labels["severity"] != "critical" || a.Labels["namespace"] != "capi-system" {
-					t.Errorf("labels %v", a.Labels)
-				}
-				return true, nil
-			}
-			seen = append(seen, a.Labels["alertname"]+" "+a.State)
-		}
-		return false, fmt.Errorf("alerts %v", seen)
-	})
+	capiCritical(t, p, "EksaMetricsManagementControllerDown", 90*time.Second)
 	t.Logf("the Cluster API manager stopped: EksaMetricsManagementControllerDown fired %s later (for: 10s)", time.Since(stopped).Round(time.Second))
 	for _, a := range p.Alerts(t) {
 		if strings.HasPrefix(a.Labels["alertname"], "EksaMetrics") && a.Labels["job"] != "capi-controller-manager" && a.Labels["alertname"] != "EksaMetricsReconcileErrors" {
@@ -399,18 +406,6 @@ func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result
 	}
 	restarted := time.Now()
 	restart()
-	framework.WaitFor(t, "EksaMetricsNoLeader firing for capi-controller-manager", 120*time.Second, func() (bool, error) {
-		var seen []string
-		for _, a := range p.Alerts(t) {
-			if a.Labels["alertname"] == "EksaMetricsNoLeader" && a.Labels["job"] == "capi-controller-manager" && a.State == "firing" {
-				if a.Labels["severity"] != "critical" || a.Labels["namespace"] != "capi-system" {
-					t.Errorf("labels %v", a.Labels)
-				}
-				return true, nil
-			}
-			seen = append(seen, a.Labels["alertname"]+" "+a.State)
-		}
-		return false, fmt.Errorf("alerts %v", seen)
-	})
+	capiCritical(t, p, "EksaMetricsNoLeader", 120*time.Second)
 	t.Logf("the Cluster API manager started again while another-replica holds its Lease %s: EksaMetricsNoLeader fired %s later (for: 10s)", lease.Name, time.Since(restarted).Round(time.Second))
 }
