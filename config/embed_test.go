@@ -1,9 +1,11 @@
 package config
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -54,5 +56,47 @@ func TestShardDeployments(t *testing.T) {
 		if sel[ShardLabel] != shard || labels[ShardLabel] != shard || !strings.Contains(joined, "--shard="+shard) {
 			t.Errorf("%s: selector %v, labels %v, args %s", name, sel, labels, joined)
 		}
+	}
+}
+
+// Every Deployment's GOMEMLIMIT is under its container's memory limit,
+// with room for what is not heap (stacks, the runtime, buffers): a figure
+// left behind when the limit changes would let the container be OOM-killed
+// before the garbage collector works harder.
+func TestMemoryLimitUnderContainerLimit(t *testing.T) {
+	out, err := BuildWith(Options{Shards: []string{"b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind != "Deployment" {
+			continue
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			seen++
+			limit := c.Resources.Limits.Memory()
+			var goLimit string
+			for _, e := range c.Env {
+				if e.Name == "GOMEMLIMIT" {
+					goLimit = e.Value
+				}
+			}
+			mib, err := strconv.Atoi(strings.TrimSuffix(goLimit, "MiB"))
+			if err != nil || !strings.HasSuffix(goLimit, "MiB") {
+				t.Errorf("%s/%s: GOMEMLIMIT %q, want <n>MiB", d.Name, c.Name, goLimit)
+				continue
+			}
+			if ratio := float64(mib<<20) / float64(limit.Value()); ratio < 0.8 || ratio > 0.92 {
+				t.Errorf("%s/%s: GOMEMLIMIT %s is %.0f%% of the memory limit %s, want 80%% to 92%%", d.Name, c.Name, goLimit, 100*ratio, limit)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("%d containers checked, want 2 (the unsharded Deployment and shard b)", seen)
 	}
 }
