@@ -16,16 +16,7 @@ func TestShardDeployments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deployments := map[string]map[string]any{}
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		var obj map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatal(err)
-		}
-		if obj["kind"] == "Deployment" {
-			deployments[obj["metadata"].(map[string]any)["name"].(string)] = obj
-		}
-	}
+	deployments := deploymentsOf(t, out)
 	if len(deployments) != 3 {
 		t.Fatalf("%d Deployments, want 3 (the unsharded one, b, c)", len(deployments))
 	}
@@ -35,15 +26,9 @@ func TestShardDeployments(t *testing.T) {
 			t.Errorf("no Deployment %s", name)
 			continue
 		}
-		spec := d["spec"].(map[string]any)
-		sel := spec["selector"].(map[string]any)["matchLabels"].(map[string]any)
-		labels := spec["template"].(map[string]any)["metadata"].(map[string]any)["labels"].(map[string]any)
-		args := spec["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["args"].([]any)
-		var flags []string
-		for _, a := range args {
-			flags = append(flags, a.(string))
-		}
-		joined := strings.Join(flags, " ")
+		sel := d.Spec.Selector.MatchLabels
+		labels := d.Spec.Template.Labels
+		joined := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
 		if !strings.Contains(joined, "--management-cluster=default/mgmt") {
 			t.Errorf("%s: args %s lack the policy", name, joined)
 		}
@@ -69,14 +54,7 @@ func TestMemoryLimitUnderContainerLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := 0
-	for _, doc := range strings.Split(string(out), "\n---\n") {
-		var d appsv1.Deployment
-		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
-			t.Fatal(err)
-		}
-		if d.Kind != "Deployment" {
-			continue
-		}
+	for _, d := range deploymentsOf(t, out) {
 		for _, c := range d.Spec.Template.Spec.Containers {
 			seen++
 			limit := c.Resources.Limits.Memory()
@@ -99,4 +77,20 @@ func TestMemoryLimitUnderContainerLimit(t *testing.T) {
 	if seen != 2 {
 		t.Fatalf("%d containers checked, want 2 (the unsharded Deployment and shard b)", seen)
 	}
+}
+
+// deploymentsOf decodes the Deployments of a build, by name.
+func deploymentsOf(t *testing.T, out []byte) map[string]appsv1.Deployment {
+	t.Helper()
+	deployments := map[string]appsv1.Deployment{}
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Kind == "Deployment" {
+			deployments[d.Name] = d
+		}
+	}
+	return deployments
 }

@@ -145,6 +145,7 @@ func groupCPUTime(pgid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	group := strconv.Itoa(pgid)
 	var ticks int64
 	for _, e := range entries {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
@@ -161,7 +162,7 @@ func groupCPUTime(pgid int) (time.Duration, error) {
 			continue
 		}
 		f := strings.Fields(string(raw[i+1:]))
-		if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
+		if len(f) < 13 || f[2] != group {
 			continue
 		}
 		for _, v := range f[11:13] {

@@ -53,22 +53,13 @@ func gathered(b *testing.B, name string) float64 { return sumOf(b, name, (*dto.M
 // clusterReconciles is the sum and count of the Cluster controller's
 // reconcile durations so far (controller-runtime's histogram).
 func clusterReconciles(b *testing.B) (float64, uint64) {
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
 	var sum float64
 	var count uint64
-	for _, mf := range families {
-		if mf.GetName() != "controller_runtime_reconcile_time_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "cluster" {
-					sum += m.GetHistogram().GetSampleSum()
-					count += m.GetHistogram().GetSampleCount()
-				}
+	for _, m := range seriesOf(b, "controller_runtime_reconcile_time_seconds") {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "controller" && l.GetValue() == "cluster" {
+				sum += m.GetHistogram().GetSampleSum()
+				count += m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
@@ -79,39 +70,36 @@ func clusterReconciles(b *testing.B) (float64, uint64) {
 // controller's eksa_metrics_cluster_last_applied_timestamp_seconds says,
 // is not older than since (whole seconds).
 func appliedSince(b *testing.B, since time.Time) int {
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
 	n := 0
-	for _, mf := range families {
-		if mf.GetName() != "eksa_metrics_cluster_last_applied_timestamp_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetGauge().GetValue() >= float64(since.Unix()) {
-				n++
-			}
+	for _, m := range seriesOf(b, "eksa_metrics_cluster_last_applied_timestamp_seconds") {
+		if m.GetGauge().GetValue() >= float64(since.Unix()) {
+			n++
 		}
 	}
 	return n
 }
 
 func sumOf[T interface{ GetValue() float64 }](b *testing.B, name string, value func(*dto.Metric) T) float64 {
+	sum := 0.0
+	for _, m := range seriesOf(b, name) {
+		sum += value(m).GetValue()
+	}
+	return sum
+}
+
+// seriesOf gathers the controller's registry and returns the series of
+// one metric.
+func seriesOf(b *testing.B, name string) []*dto.Metric {
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		b.Fatal(err)
 	}
-	sum := 0.0
 	for _, mf := range families {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += value(m).GetValue()
+		if mf.GetName() == name {
+			return mf.GetMetric()
 		}
 	}
-	return sum
+	return nil
 }
 
 // cpu is the CPU time used so far by the controller (the test process it
