@@ -235,7 +235,7 @@ func printCertificates(w io.Writer, steps []*cluster.CertificateStep, issuer str
 		return
 	}
 	fmt.Fprintf(w, "Serving certificates (tls.certificates: %s):\n", issuer)
-	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Unchanged: "="}
+	marks := map[cluster.Action]string{cluster.Create: "+", cluster.Update: "~", cluster.Unchanged: "=", cluster.Prune: "-"}
 	for _, s := range steps {
 		action := string(s.Action)
 		if s.Pending {

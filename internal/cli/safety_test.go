@@ -319,7 +319,7 @@ func TestValidateUpgradeAdvice(t *testing.T) {
 	old := writeSpec(t, dir, "old.yaml", specWith("c", okScrapers+"  exposure: bindAddress\n  allowInsecure: true\n"))
 	cur := writeSpec(t, dir, "new.yaml", specWith("c", okScrapers+"  exposure: proxy\n"))
 	_, stdout, _ := run(t, "", "validate", "-f", cur, "--from", old)
-	if strings.Contains(stdout, "delete it") && strings.Contains(stdout, "KubeadmControlPlane") || !strings.Contains(stdout, "the object itself belongs to EKS Anywhere and stays") {
+	if strings.Contains(stdout, "delete KubeadmControlPlane") || !strings.Contains(stdout, "edit KubeadmControlPlane eksa-system/c (management cluster): eksa-metrics' extraArgs items change (EKS Anywhere owns the object and its other items)") {
 		t.Fatalf("upgrade advice:\n%s", stdout)
 	}
 	other := writeSpec(t, dir, "other.yaml", specWith("d", okScrapers))
@@ -389,4 +389,56 @@ func TestValidateReportsCountHonestly(t *testing.T) {
 	if checks != pass+warn+fail+skipped+errs || checks == 0 {
 		t.Fatalf("per-file counts add up to %d, totals to %d:\n%s", checks, pass+warn+fail+skipped+errs, stdout)
 	}
+}
+
+// The pull request that adopts eksa-metrics: its base has no metrics
+// section, which is "nothing before" (everything is created), not invalid
+// input; the JSON report lists each change as an entry a CI job can read.
+func TestValidateAdoption(t *testing.T) {
+	dir := t.TempDir()
+	base := specWith("c", okScrapers)
+	base = base[:strings.Index(base, "---\napiVersion: metrics")]
+	old := writeSpec(t, dir, "base.yaml", base)
+	cur := writeSpec(t, dir, "new.yaml", specWith("c", okScrapers+"  exposure: proxy\n"))
+	code, stdout, stderr := run(t, "", "validate", "-f", cur, "--from", old, "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	var report struct {
+		Results []struct {
+			Name    string
+			Status  string
+			Message string
+			Changes []struct {
+				Cluster, Kind, Namespace, Name, Action, Reason string
+				RollsControlPlane                              bool
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range report.Results {
+		if r.Name != "upgrade-diff" {
+			continue
+		}
+		if r.Status != "pass" || !strings.Contains(r.Message, "(no metrics section: nothing of eksa-metrics was applied before)") {
+			t.Fatalf("upgrade-diff: %s %s", r.Status, r.Message)
+		}
+		created := 0
+		for _, ch := range r.Changes {
+			switch {
+			case ch.Action == "create":
+				created++
+			case ch.Kind == "KubeadmControlPlane" && ch.Action == "edit" && !ch.RollsControlPlane:
+			default:
+				t.Errorf("adopting proxy mode on 1.34 %s %s %s/%s: %s", ch.Action, ch.Kind, ch.Namespace, ch.Name, ch.Reason)
+			}
+		}
+		if created < 10 {
+			t.Errorf("only %d objects created: %+v", created, r.Changes)
+		}
+		return
+	}
+	t.Fatalf("no upgrade-diff result:\n%s", stdout)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -129,6 +130,14 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 			_, in.Old, lerr, rerr = o.load(o.From, opts)
 			if in.OldErr = lerr; in.OldErr == nil {
 				in.OldErr = rerr
+			}
+			// A base without a metrics section is the spec before
+			// eksa-metrics is adopted: nothing was rendered before.
+			var ie *spec.InvalidError
+			if errors.As(lerr, &ie) && ie.NoMetricsSection != "" && in.Result != nil {
+				in.Old, in.OldErr = render.Nothing(in.Result), nil
+				in.Old.Config = &spec.Config{ClusterName: ie.NoMetricsSection}
+				in.OldNothing = "nothing of eksa-metrics was applied before"
 			}
 		}
 	}

@@ -13,9 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 
-	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
@@ -46,29 +44,11 @@ func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 		}
 		steps = append(steps, s)
 	}
-	if !a.Result.Change.Applicable() {
-		s, err := a.releaseKCP(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if s != nil {
-			steps = append(steps, s)
-		}
+	edits, err := a.editSteps(ctx)
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range a.Result.DeploymentEdits {
-		s, err := a.Management.deploymentStep(ctx, e)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, s)
-	}
-	if e := a.Result.KubeProxyEdit; e != nil {
-		s, err := a.Workload.kubeProxyStep(ctx, e.MetricsBindAddress)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, s)
-	}
+	steps = append(steps, edits...)
 	// What eksa-metrics created for this cluster and no longer renders.
 	name := a.Result.Config.ClusterName
 	for _, c := range a.clusters() {
@@ -93,136 +73,6 @@ func (a *Applier) clusters() []*Cluster {
 		return []*Cluster{a.Management}
 	}
 	return []*Cluster{a.Management, a.Workload}
-}
-
-// releaseKCP plans giving back the KubeadmControlPlane fields eksa-metrics
-// set before, when the metrics section no longer needs any: applying an
-// object with none of them makes server-side apply remove exactly the items
-// eksa-metrics owned, and no others.
-func (a *Applier) releaseKCP(ctx context.Context) (*Step, error) {
-	ch := a.Result.Change
-	obj := ch.Object()
-	delete(obj, "spec")
-	ri, m, err := a.Management.resource(obj)
-	if err != nil {
-		return nil, nil //nolint:nilerr // no KubeadmControlPlane API: nothing was ever applied there
-	}
-	live, err := ri.Get(ctx, ch.ClusterName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading KubeadmControlPlane %s/%s: %w", kubeadm.Namespace, ch.ClusterName, err)
-	}
-	for _, mf := range live.GetManagedFields() {
-		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:spec"`) {
-			return &Step{Cluster: a.Management, Object: obj, Action: Update, mapping: m, RollsControlPlane: true,
-				Rollout: "Cluster API replaces every control-plane machine once",
-				Diff:    []string{"remove the extraArgs items eksa-metrics set before (the metrics section no longer needs them)"}}, nil
-		}
-	}
-	return nil, nil
-}
-
-func (c *Cluster) kubeProxyStep(ctx context.Context, addr string) (*Step, error) {
-	cmObj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace}}
-	s := &Step{Cluster: c, Object: cmObj}
-	cm, err := c.Core.CoreV1().ConfigMaps(kubeproxy.Namespace).Get(ctx, kubeproxy.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("reading ConfigMap %s/%s from the %s (kubeadm's kube-proxy configuration): %w", kubeproxy.Namespace, kubeproxy.Name, c, err)
-	}
-	conf := []byte(cm.Data[kubeproxy.Key])
-	before, err := kubeproxy.Parse(conf)
-	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w", kubeproxy.Namespace, kubeproxy.Name, err)
-	}
-	if _, changed, err := kubeproxy.SetMetricsBindAddress(conf, addr); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s: %w", kubeproxy.Namespace, kubeproxy.Name, err)
-	} else if !changed {
-		s.Action = Unchanged
-		return s, nil
-	}
-	s.Action = Edit
-	s.Diff = []string{fmt.Sprintf("data.%s metricsBindAddress: %q -> %q (every other byte kept)", kubeproxy.Key, before.MetricsBindAddress, addr)}
-	s.Rollout = "restarts DaemonSet kube-system/kube-proxy"
-	s.edit = func(ctx context.Context, dryRun bool) error {
-		changedNow := false
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cm, err := c.Core.CoreV1().ConfigMaps(kubeproxy.Namespace).Get(ctx, kubeproxy.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			out, changed, err := kubeproxy.SetMetricsBindAddress([]byte(cm.Data[kubeproxy.Key]), addr)
-			if err != nil || !changed {
-				return err
-			}
-			cm.Data[kubeproxy.Key] = string(out)
-			opts := metav1.UpdateOptions{FieldManager: FieldManager}
-			if dryRun {
-				opts.DryRun = []string{metav1.DryRunAll}
-			}
-			_, err = c.Core.CoreV1().ConfigMaps(kubeproxy.Namespace).Update(ctx, cm, opts) // carries resourceVersion: a conflict retries
-			changedNow = err == nil
-			return err
-		})
-		if err != nil || dryRun || !changedNow {
-			return err
-		}
-		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"eksa-metrics/restartedAt":%q}}}}}`, time.Now().UTC().Format(time.RFC3339))
-		_, err = c.Core.AppsV1().DaemonSets(kubeproxy.Namespace).Patch(ctx, kubeproxy.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
-		if apierrors.IsNotFound(err) {
-			return nil // no kube-proxy DaemonSet (e.g. a kube-proxy replacement): the ConfigMap is all there is
-		}
-		return err
-	}
-	return s, nil
-}
-
-// deploymentStep plans a management-component Deployment edit. The edit is a
-// read-modify-write (container args are an atomic list), retried on
-// conflict; a Deployment that is not installed is skipped.
-func (c *Cluster) deploymentStep(ctx context.Context, e templates.DeploymentEdit) (*Step, error) {
-	m := e.Component
-	obj := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": m.Deployment, "namespace": m.Namespace}}
-	s := &Step{Cluster: c, Object: obj}
-	d, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		s.Action, s.Rollout = Skip, "not installed"
-		return s, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s from the %s: %w", e.Name(), c, err)
-	}
-	edited := d.DeepCopy()
-	changed, err := e.Apply(edited)
-	if err != nil {
-		return nil, err
-	}
-	if !changed {
-		s.Action = Unchanged
-		return s, nil
-	}
-	s.Action = Edit
-	s.Diff = diff("spec.template.spec.containers", normalize(d.Spec.Template.Spec.Containers), normalize(edited.Spec.Template.Spec.Containers))
-	s.Rollout = "restarts its pods; eksctl anywhere upgrade management-components replaces it, so apply again afterwards"
-	s.edit = func(ctx context.Context, dryRun bool) error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			d, err := c.Core.AppsV1().Deployments(m.Namespace).Get(ctx, m.Deployment, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if changed, err := e.Apply(d); err != nil || !changed {
-				return err
-			}
-			opts := metav1.UpdateOptions{FieldManager: FieldManager}
-			if dryRun {
-				opts.DryRun = []string{metav1.DryRunAll}
-			}
-			_, err = c.Core.AppsV1().Deployments(m.Namespace).Update(ctx, d, opts)
-			return err
-		})
-	}
-	return s, nil
 }
 
 // ExecuteOptions control how steps are sent.

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	certutil "k8s.io/client-go/util/cert"
 
-	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/certs"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -42,6 +41,7 @@ type CertificateStep struct {
 
 	secret    *corev1.Secret
 	configMap *corev1.ConfigMap
+	uid       types.UID // of a Prune step's object
 	// restarts names the DaemonSet whose pods read the certificate only when
 	// they start (HAProxy): a renewal restarts them, recording serial (the
 	// certificate they then read) on their pod template.
@@ -85,13 +85,22 @@ func (s *CertificateStep) String() string {
 // eksa-metrics did not write (no CertificateLabel) is an error: it is never
 // overwritten. New keys are made here, in memory only. With cert-manager
 // issuing them (planIssued), apply writes only the bundles and restarts.
+//
+// The Secrets and ConfigMaps apply wrote that the spec no longer needs (a
+// proxy or a scraper namespace gone, the CA when nothing is served) are
+// deleted after the objects (Prune steps; DeleteStaleCertificates).
 func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now time.Time) ([]*CertificateStep, error) {
 	served, err := c.served(ctx, cfg)
-	if err != nil || len(served) == 0 {
+	if err != nil {
 		return nil, err
 	}
+	stale, err := c.planStale(ctx, cfg, served)
+	if err != nil || len(served) == 0 {
+		return stale, err
+	}
 	if cfg.CertManager {
-		return c.planIssued(ctx, cfg, served)
+		steps, err := c.planIssued(ctx, cfg, served)
+		return append(steps, stale...), err
 	}
 	var steps []*CertificateStep
 
@@ -153,7 +162,61 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 	}
 
 	bundles, err := c.planBundles(ctx, cfg, ca.Cert, "")
-	return append(steps, bundles...), err
+	return append(append(steps, bundles...), stale...), err
+}
+
+// planStale: a Prune step for each Secret and ConfigMap of the
+// certificates that apply wrote (its labels and field manager) and the
+// spec no longer needs.
+func (c *Cluster) planStale(ctx context.Context, cfg *spec.Config, served []templates.ServedSecret) ([]*CertificateStep, error) {
+	keep := templates.CertificateObjects(cfg, served)
+	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel}
+	var steps []*CertificateStep
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		gvr := corev1.SchemeGroupVersion.WithResource(strings.ToLower(kind) + "s")
+		items, err := c.listAll(ctx, c.Dynamic.Resource(gvr), gvr, sel)
+		if err != nil {
+			return nil, fmt.Errorf("listing the %ss of the serving certificates in the %s: %w", kind, c, err)
+		}
+		for i := range items {
+			it := &items[i]
+			if !ours(it, "") || keep[templates.ObjectName(kind, it.GetNamespace(), it.GetName())] {
+				continue
+			}
+			steps = append(steps, &CertificateStep{Kind: kind, Namespace: it.GetNamespace(), Name: it.GetName(), Action: Prune, uid: it.GetUID(),
+				Why: "apply wrote it for the serving certificates, and the spec no longer needs it"})
+		}
+	}
+	return steps, nil
+}
+
+// DeleteStaleCertificates deletes the Prune steps' Secrets and ConfigMaps
+// (only those planned: their UIDs). The engine calls it after the objects,
+// so that no proxy that still mounts one loses it before it is gone.
+func (c *Cluster) DeleteStaleCertificates(ctx context.Context, steps []*CertificateStep, dryRun bool, report Reporter) error {
+	for _, s := range steps {
+		if s.Action != Prune {
+			continue
+		}
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.uid}}
+		if dryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		var err error
+		if s.Kind == "Secret" {
+			err = c.Core.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, opts)
+		} else {
+			err = c.Core.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, s.Name, opts)
+		}
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("deleting %s in the %s: %w", s, c, err)
+		}
+		report.emit(Event{Cluster: c.String(), Object: s.String(), Action: "deleted", Message: s.Why})
+	}
+	return nil
 }
 
 // served are the Secrets of the serving certificates (templates.ServingSecrets)
@@ -182,7 +245,7 @@ const haproxyRestart = "HAProxy reads it at start, so its pods restart one node 
 // CA yet: awaiting says which).
 func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []byte, awaiting string) ([]*CertificateStep, error) {
 	var steps []*CertificateStep
-	for _, ns := range bundleNamespaces(cfg) {
+	for _, ns := range templates.BundleNamespaces(cfg) {
 		step := &CertificateStep{Kind: "ConfigMap", Namespace: ns, Name: templates.ServingCA, Action: Unchanged}
 		live, err := c.Core.CoreV1().ConfigMaps(ns).Get(ctx, templates.ServingCA, metav1.GetOptions{})
 		switch {
@@ -361,7 +424,7 @@ func (c *Cluster) ExecuteCertificates(ctx context.Context, steps []*CertificateS
 	for _, s := range steps {
 		var err error
 		switch {
-		case s.Action == Unchanged, s.Pending:
+		case s.Action == Unchanged, s.Action == Prune, s.Pending:
 			continue
 		case s.secret == nil && s.configMap == nil: // a restart only
 		case s.configMap != nil && s.Action == Create:
@@ -413,23 +476,6 @@ func (c *Cluster) restart(ctx context.Context, ds, secret, serial string) error 
 		return fmt.Errorf("restarting DaemonSet %s/%s for its renewed certificate in the %s: %w", templates.SystemNS, ds, c, err)
 	}
 	return nil
-}
-
-// bundleNamespaces are where scrapers read the CA bundle: the namespace of
-// the ServiceMonitors (prometheus-operator reads it there) and of every
-// ServiceAccount scraper (a Prometheus mounts it from its own namespace).
-func bundleNamespaces(cfg *spec.Config) []string {
-	var out []string
-	if cfg.ServiceMonitors {
-		out = append(out, cfg.MonitoringNamespace)
-	}
-	for _, s := range cfg.Scrapers {
-		if s.Kind == metricsv1alpha1.ScraperServiceAccount && !slices.Contains(out, s.Namespace) {
-			out = append(out, s.Namespace)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 func certLabels(role string) map[string]string {

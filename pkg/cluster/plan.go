@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -15,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -83,7 +88,22 @@ func (c *Cluster) resource(obj map[string]any) (dynamic.ResourceInterface, *meta
 // unchanged when every field it sets already has that value and
 // eksa-metrics already owns it through server-side apply; then applying it
 // again would write nothing, so nothing is sent.
+//
+// Every object applied carries AppliedAnnotation, a digest of what was
+// applied: a field eksa-metrics set before and no longer renders is in the
+// live object still, which the comparison alone would not see (it checks
+// that the live object holds what is rendered), so a different digest makes
+// the step an update, and server-side apply removes the field.
+//
+// A bare object (kind and name only) holds nothing: applying it gives back
+// every field eksa-metrics applied to the live object (a released
+// KubeadmControlPlane).
 func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, error) {
+	bare := isBare(obj)
+	digest := ""
+	if !bare {
+		obj, digest = withAppliedDigest(obj)
+	}
 	s := &Step{Cluster: c, Object: obj}
 	ri, m, err := c.resource(obj)
 	if err != nil {
@@ -96,6 +116,10 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	}
 	live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
 	switch {
+	case apierrors.IsNotFound(err) && u.GetKind() == "KubeadmControlPlane" && obj["spec"] == nil:
+		// Nothing of eksa-metrics to set or give back there.
+		s.Action, s.Rollout = Skip, "not found: eksa-metrics needs no item in it"
+		return s, nil
 	case apierrors.IsNotFound(err) && u.GetKind() == "KubeadmControlPlane":
 		// The object is a partial one: it changes EKS-A's KubeadmControlPlane, never creates it.
 		return nil, fmt.Errorf("the %s has no KubeadmControlPlane %s/%s to change: EKS Anywhere creates it with the cluster. Check that --kubeconfig is the management cluster of %q and that the cluster exists (kubectl get kubeadmcontrolplanes -n %s)",
@@ -105,10 +129,25 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	case err != nil:
 		return nil, fmt.Errorf("reading %s from the %s: %w", s.Name(), c, err)
 	default:
-		s.Diff = diff("", normalize(live.Object), normalize(obj))
-		if len(s.Diff) == 0 && ownsByApply(live) {
+		s.Diff = slices.DeleteFunc(diff("", normalize(live.Object), normalize(obj)), func(d string) bool {
+			return strings.HasPrefix(d, "metadata.annotations."+templates.AppliedAnnotation+":")
+		})
+		prior, stamped := live.GetAnnotations()[templates.AppliedAnnotation]
+		switch {
+		case bare && !ownsByApply(live):
 			s.Action = Unchanged
-		} else {
+		case bare:
+			s.Action = Update
+			s.Diff = []string{"eksa-metrics gives back every field it applied"}
+		case len(s.Diff) == 0 && ownsByApply(live) && prior == digest:
+			s.Action = Unchanged
+		case len(s.Diff) == 0 && ownsByApply(live) && stamped:
+			s.Action = Update
+			s.Diff = []string{"fields eksa-metrics applied before and no longer renders: server-side apply removes them"}
+		case len(s.Diff) == 0 && ownsByApply(live):
+			s.Action = Update
+			s.Diff = []string{"(values already match; eksa-metrics records the digest of what it applies)"}
+		default:
 			s.Action = Update
 			if len(s.Diff) == 0 {
 				s.Diff = []string{"(values already match; eksa-metrics takes ownership of them)"}
@@ -117,7 +156,13 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	}
 	switch u.GetKind() {
 	case "KubeadmControlPlane":
-		s.RollsControlPlane = s.Action != Unchanged
+		if s.Action != Unchanged {
+			rolls, err := c.changesSpec(ctx, ri, obj, live)
+			if err != nil {
+				return nil, err
+			}
+			s.RollsControlPlane = rolls
+		}
 		if s.RollsControlPlane {
 			s.Rollout = "Cluster API replaces every control-plane machine once"
 		}
@@ -127,6 +172,65 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 		}
 	}
 	return s, nil
+}
+
+// isBare: obj names an object and sets nothing.
+func isBare(obj map[string]any) bool {
+	md, _ := obj["metadata"].(map[string]any)
+	for k := range obj {
+		if k != "apiVersion" && k != "kind" && k != "metadata" {
+			return false
+		}
+	}
+	for k := range md {
+		if k != "name" && k != "namespace" {
+			return false
+		}
+	}
+	return true
+}
+
+// withAppliedDigest is a copy of obj with AppliedAnnotation set to the
+// digest of obj, and the digest.
+func withAppliedDigest(obj map[string]any) (map[string]any, string) {
+	out := runtime.DeepCopyJSON(obj)
+	u := unstructured.Unstructured{Object: out}
+	ann := u.GetAnnotations()
+	delete(ann, templates.AppliedAnnotation)
+	if len(ann) == 0 {
+		unstructured.RemoveNestedField(out, "metadata", "annotations")
+	} else {
+		u.SetAnnotations(ann)
+	}
+	data, _ := json.Marshal(out)
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:8])
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[templates.AppliedAnnotation] = digest
+	u.SetAnnotations(ann)
+	return out, digest
+}
+
+// changesSpec asks the API server (a server dry run of the apply) whether
+// applying obj changes the live object's spec: a KubeadmControlPlane whose
+// spec changes replaces every control-plane machine, one whose metadata
+// alone changes (the digest, the form of an unchanged item) replaces none.
+func (c *Cluster) changesSpec(ctx context.Context, ri dynamic.ResourceInterface, obj map[string]any, live *unstructured.Unstructured) (bool, error) {
+	if live == nil {
+		return true, nil
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return false, err
+	}
+	force := true // a conflict is reported by the apply itself; here only the outcome matters
+	out, err := ri.Patch(ctx, live.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force, DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return false, fmt.Errorf("planning %s/%s (a server dry run of the apply, to know whether the control plane rolls): %w", live.GetNamespace(), live.GetName(), err)
+	}
+	return !reflect.DeepEqual(normalize(out.Object["spec"]), normalize(live.Object["spec"])), nil
 }
 
 // ownsByApply reports whether eksa-metrics holds an Apply entry in the

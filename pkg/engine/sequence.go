@@ -65,10 +65,15 @@ type WaitOptions struct {
 // serving certificates. When the gate refuses the control-plane rollout
 // that releasing the KubeadmControlPlane items means, those items stay and
 // everything else goes; the refusal is returned after the rest is done.
-// Edited management Deployments keep their edits (eksctl anywhere upgrade
-// management-components restores them).
+// Edited management Deployments and kube-proxy's configuration are given
+// back as their records say.
 func Release(ctx context.Context, cl *Clusters, r *render.Result, opts ApplyOptions) error {
 	empty := &render.Result{Config: r.Config, Change: kubeadm.Change{ClusterName: r.Config.ClusterName, APIVersion: r.Change.APIVersion}}
+	// The KubeadmControlPlane with nothing of eksa-metrics': its apply
+	// gives back every item and mark eksa-metrics set there.
+	kcp := empty.Change.Object()
+	delete(kcp["metadata"].(map[string]any), "annotations")
+	empty.Objects = []render.Object{{Destination: render.Management, Object: kcp}}
 	steps, err := Plan(ctx, cl, empty)
 	if err != nil {
 		return err

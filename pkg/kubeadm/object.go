@@ -25,15 +25,35 @@ func (c Change) Object() map[string]any {
 		}
 		setPath(cc, comp.Path(), args.Encode(c.APIVersion))
 	}
-	return map[string]any{
+	obj := map[string]any{
 		"apiVersion": Group + "/" + c.APIVersion,
 		"kind":       "KubeadmControlPlane",
-		"metadata":   map[string]any{"name": c.ClusterName, "namespace": Namespace},
-		"spec": map[string]any{
-			"kubeadmConfigSpec": map[string]any{"clusterConfiguration": cc},
-		},
+		"metadata": map[string]any{"name": c.ClusterName, "namespace": Namespace, "annotations": map[string]any{
+			FluxPruneAnnotation: FluxPruneDisabled, ArgoSyncOptionsAnnotation: ArgoNoPruneNoDelete}},
 	}
+	if len(cc) > 0 {
+		obj["spec"] = map[string]any{"kubeadmConfigSpec": map[string]any{"clusterConfiguration": cc}}
+	}
+	return obj
 }
+
+// The marks that keep GitOps tools from deleting EKS Anywhere's
+// KubeadmControlPlane, of which eksa-metrics renders only a part: Flux
+// deletes every object of its inventory that a revision no longer renders
+// unless it carries FluxPruneAnnotation: disabled (Flux's Kustomization
+// docs, "Garbage collection"; fluxcd/pkg ssa's DeleteAll skips objects with
+// it); Argo CD prunes such an object, and deletes it with its Application,
+// unless its sync options say Prune=false and Delete=false (argoproj/argo-cd
+// docs/user-guide/sync-options.md). The object is rendered on every
+// cluster, with no spec when eksa-metrics needs no item in it, so that no
+// change of spec drops it from a GitOps tool's revision, and its apply
+// gives back the items the tool applied before.
+const (
+	FluxPruneAnnotation       = "kustomize.toolkit.fluxcd.io/prune"
+	FluxPruneDisabled         = "disabled"
+	ArgoSyncOptionsAnnotation = "argocd.argoproj.io/sync-options"
+	ArgoNoPruneNoDelete       = "Prune=false,Delete=false"
+)
 
 // Applicable reports whether the change has any item server-side apply can own.
 func (c Change) Applicable() bool {

@@ -95,3 +95,58 @@ func FuzzSetMetricsBindAddress(f *testing.F) {
 		}
 	})
 }
+
+// Reconcile is history independent: from any state a fresh apply could
+// leave, wanting addr gives what a fresh apply of addr gives, and wanting
+// nothing gives the file back byte for byte.
+func TestReconcileGivesTheEditBack(t *testing.T) {
+	bind, other := "0.0.0.0:10249", "0.0.0.0:10250"
+	noLine := "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs # kept\n"
+	unquoted := strings.Replace(kubeadmConf, `metricsBindAddress: ""`, `metricsBindAddress: 127.0.0.1:10249 # kubeadm's default`, 1)
+	for name, orig := range map[string]string{"kubeadm": kubeadmConf, "no line": noLine, "unquoted": unquoted} {
+		t.Run(name, func(t *testing.T) {
+			for _, first := range []*string{nil, &bind, &other} {
+				for _, then := range []*string{nil, &bind, &other} {
+					conf, rec, err := Reconcile([]byte(orig), nil, first)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, gotRec, err := Reconcile(conf, rec, then)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, wantRec, _ := Reconcile([]byte(orig), nil, then)
+					if string(got) != string(want) || (gotRec == nil) != (wantRec == nil) || gotRec != nil && *gotRec != *wantRec {
+						t.Errorf("%v then %v:\n%s\nrecord %+v; a fresh apply gives:\n%s\nrecord %+v", deref(first), deref(then), got, gotRec, want, wantRec)
+					}
+					if then == nil && string(got) != orig {
+						t.Errorf("%v then nothing did not give the file back:\n%s", deref(first), got)
+					}
+				}
+			}
+		})
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(none)"
+	}
+	return *s
+}
+
+// A value someone set after eksa-metrics' edit is theirs: the record is
+// dropped and the value stays.
+func TestReconcileLeavesAnotherValue(t *testing.T) {
+	bind := "0.0.0.0:10249"
+	conf, rec, _ := Reconcile([]byte(kubeadmConf), nil, &bind)
+	theirs, _, _ := SetMetricsBindAddress(conf, "10.0.0.1:10249")
+	got, gotRec, err := Reconcile(theirs, rec, nil)
+	if err != nil || gotRec != nil || string(got) != string(theirs) {
+		t.Fatalf("err=%v record=%+v:\n%s", err, gotRec, got)
+	}
+	// A forged record that would change another field is refused.
+	if _, _, err := Reconcile(conf, &Record{Set: bind, Line: "metricsBindAddress: \"\"\nmode: ipvs"}, nil); err == nil {
+		t.Fatal("a record that changes more than metricsBindAddress was accepted")
+	}
+}

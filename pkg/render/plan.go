@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/certs"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
@@ -40,7 +41,7 @@ func (r *Result) PlanMarkdown() string {
 
 	b.WriteString("## What rolls out\n\n")
 	if !r.Change.Applicable() {
-		b.WriteString("- Control plane: nothing. The KubeadmControlPlane is not changed; no machine is replaced.\n")
+		fmt.Fprintf(&b, "- Control plane: nothing rolls. KubeadmControlPlane %s/%s gets no extraArgs item, only eksa-metrics' marks (Flux and Argo CD never prune or delete it); an apply gives back any item an earlier spec set there, which replaces every control-plane machine once.\n", kubeadm.Namespace, esc(c.ClusterName))
 	} else {
 		fmt.Fprintf(&b, "- Control plane: KubeadmControlPlane %s/%s changes, so Cluster API replaces every control-plane machine once (per the cluster's upgradeRolloutStrategy). Apply it when a rollout is acceptable.\n", kubeadm.Namespace, esc(c.ClusterName))
 	}
@@ -60,13 +61,18 @@ func (r *Result) PlanMarkdown() string {
 		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: cert-manager`): the cert-manager running in the cluster issues and renews them from the Issuers and Certificates rendered here. In each namespace with a serving certificate (%s), Issuer %s issues that namespace's CA (Secret %s) and Issuer %s issues the serving certificates there from it, Secrets %s among them. They are namespaced Issuers, not ClusterIssuers: an Issuer signs only the Certificates of its own namespace, so no one who may create a Certificate elsewhere can have eksa-metrics' CA sign one for these names. `eksa-metrics apply` waits for them and publishes the CA bundle ConfigMap %s (every namespace's CA) where the scrapers read it: with `kubectl apply -k` or Flux, run `eksa-metrics apply` once afterwards for the bundle.\n",
 			esc(strings.Join(templates.IssuerNamespaces(templates.ServingSecrets(c)), ", ")), templates.SelfSignedIssuer, templates.IssuerCA, templates.CAIssuer, strings.Join(names, ", "), templates.ServingCA)
 	} else if len(names) > 0 {
-		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: eksa-metrics`): `eksa-metrics apply` makes Secret %s/%s (the CA), Secrets %s and the CA bundle ConfigMap %s where the scrapers read it, before the objects. They are never rendered (no private key in any file): with `kubectl apply -k` or Flux, run `eksa-metrics apply` once first, or the proxy pods wait for their Secrets.\n",
-			templates.SystemNS, templates.ServingCA, strings.Join(names, ", "), templates.ServingCA)
+		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: eksa-metrics`): `eksa-metrics apply` makes Secret %s/%s (the CA), Secrets %s and the CA bundle ConfigMap %s where the scrapers read it, before the objects. They are never rendered (no private key in any file), live %d days and are renewed only by a later `eksa-metrics apply` or the controller, once two thirds of their life have passed: with `kubectl apply -k`, Flux or Argo CD, run `eksa-metrics apply` first and then on a schedule (monthly is enough), run the controller, or set `tls.certificates: cert-manager`.\n",
+			templates.SystemNS, templates.ServingCA, strings.Join(names, ", "), templates.ServingCA, int(certs.ServingLifetime.Hours()/24))
+	}
+	if r.KubeProxyEdit == nil {
+		b.WriteString("- kube-proxy: not edited. Where an earlier spec had eksa-metrics set its `metricsBindAddress` (bindAddress mode with allowInsecure), `eksa-metrics apply` gives back the value it replaced (recorded on ConfigMap kube-system/kube-proxy) and DaemonSet kube-system/kube-proxy restarts.\n")
 	}
 	if r.KubeProxyEdit != nil {
 		fmt.Fprintf(&b, "- kube-proxy: ConfigMap kube-system/kube-proxy `config.conf` gets `metricsBindAddress: %s` and DaemonSet kube-system/kube-proxy restarts. No Kubernetes object can express an edit inside that string, so it is not in the rendered objects: edit the ConfigMap (`kubectl -n kube-system edit configmap kube-proxy`, change only that field) and run `kubectl -n kube-system rollout restart daemonset kube-proxy`.\n", esc(r.KubeProxyEdit.MetricsBindAddress))
 	}
 	b.WriteString("\n")
+	b.WriteString("## From an earlier spec\n\n")
+	b.WriteString("`eksa-metrics apply` leaves the clusters as a fresh apply of this spec would, whatever was applied before: it deletes the objects it created for this cluster that this spec no longer renders, and the certificates' Secrets and ConfigMaps it no longer needs; it gives back the KubeadmControlPlane items, the management Deployments' edits and kube-proxy's `metricsBindAddress` that an earlier spec set and this one does not (each edit is recorded on the object it changed). `eksa-metrics validate -f NEW --from OLD` lists each of these changes, what rolls and what restarts. A GitOps tool that prunes deletes only eksa-metrics' own objects: the KubeadmControlPlane is always rendered, with marks that keep Flux and Argo CD from deleting it; the edits above are `eksa-metrics apply`'s or the controller's alone.\n\n")
 
 	if !r.Change.Empty() {
 		b.WriteString("## KubeadmControlPlane extraArgs\n\n| component | flag | value | why |\n|---|---|---|---|\n")

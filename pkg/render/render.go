@@ -118,9 +118,8 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 				it.Component, it.Name, it.Value)))
 		}
 	}
-	if r.Change.Applicable() {
-		r.add(Management, r.Change.Object())
-	}
+	// Always, with no spec when no item is needed: see kubeadm.Change.Object.
+	r.add(Management, r.Change.Object())
 	for _, w := range templates.ManagementWarnings(cfg) {
 		r.Issues = append(r.Issues, in.MetricsIssue("managementComponents", w))
 	}

@@ -53,9 +53,10 @@ type File struct {
 
 	docs       []*document
 	clusterDoc *document
-	metricsDoc *document  // form A
-	metricsKey *yaml.Node // form B: the "metrics" key in Cluster.spec
-	specNode   *yaml.Node // form B: the Cluster.spec mapping
+	metricsDoc *document   // form A
+	metricsKey *yaml.Node  // form B: the "metrics" key in Cluster.spec
+	clusters   []*document // the Cluster documents of a file without a metrics section
+	specNode   *yaml.Node  // form B: the Cluster.spec mapping
 }
 
 // Load parses a cluster file strictly. Every problem is reported in one
@@ -93,10 +94,16 @@ func Load(path string, r io.Reader) (*File, error) {
 		probs = append(probs, f.validationProblems(probs)...)
 	}
 	if len(probs) > 0 {
-		return nil, f.invalid(probs...)
+		err := f.invalid(probs...)
+		if len(probs) == 1 && probs[0].Detail == noMetricsSection && len(f.clusters) == 1 {
+			err.(*InvalidError).NoMetricsSection = f.clusters[0].name
+		}
+		return nil, err
 	}
 	return f, nil
 }
+
+const noMetricsSection = "no metrics section: add a document of kind " + metricsv1alpha1.Kind + " (apiVersion " + metricsv1alpha1.APIVersion + ") or a spec.metrics section to the Cluster; see docs/reference.md"
 
 // invalid reports problems in the order of their lines.
 func (f *File) invalid(p ...Problem) error {
@@ -304,7 +311,8 @@ func (f *File) selectDocuments() []Problem {
 		if near := f.nearMisses(clusters); len(near) > 0 {
 			return near
 		}
-		at(0, "", "no metrics section: add a document of kind "+metricsv1alpha1.Kind+" (apiVersion "+metricsv1alpha1.APIVersion+") or a spec.metrics section to the Cluster; see docs/reference.md")
+		f.clusters = clusters
+		at(0, "", noMetricsSection)
 		return probs
 	case nSections > 1:
 		var where []string

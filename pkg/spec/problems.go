@@ -32,6 +32,10 @@ func (p Problem) String() string {
 // exit code 3.
 type InvalidError struct {
 	Problems []Problem
+	// NoMetricsSection names the Cluster of a file whose only problem is
+	// that it has no metrics section (a spec before eksa-metrics is
+	// adopted); "" otherwise.
+	NoMetricsSection string
 }
 
 func (e *InvalidError) Error() string {

@@ -5,6 +5,7 @@ package templates
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,6 +33,11 @@ const (
 	// targets from another's where a fleet's metrics meet (remote write,
 	// federation, Thanos), and what the fleet dashboard groups by.
 	TargetClusterLabel = "cluster"
+	// AppliedAnnotation holds, on every object eksa-metrics applies, a
+	// digest of what it applied: apply compares it to know that a field it
+	// set before and no longer renders must go (the live object still holds
+	// it).
+	AppliedAnnotation = "metrics.anywhere.eks.amazonaws.com/applied"
 	// InsecureSkipVerifyAnnotation explains, on a scrape object, why it does
 	// not verify the target's certificate.
 	InsecureSkipVerifyAnnotation = "eksa-metrics/insecure-skip-verify"
@@ -238,4 +244,41 @@ func ServingSecrets(c *spec.Config) []ServedSecret {
 // certificate: its metrics Service's name.
 func ManagementServingName(m components.Resolved) string {
 	return m.Deployment + "-metrics." + m.Namespace + ".svc"
+}
+
+// BundleNamespaces are where scrapers read the CA bundle: the namespace of
+// the ServiceMonitors (prometheus-operator reads it there) and of every
+// ServiceAccount scraper (a Prometheus mounts it from its own namespace).
+func BundleNamespaces(cfg *spec.Config) []string {
+	var out []string
+	if cfg.ServiceMonitors {
+		out = append(out, cfg.MonitoringNamespace)
+	}
+	for _, s := range cfg.Scrapers {
+		if s.Kind == metricsv1alpha1.ScraperServiceAccount && !slices.Contains(out, s.Namespace) {
+			out = append(out, s.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CertificateObjects are the Secrets and ConfigMaps of the certificates a spec needs, as
+// "Kind namespace/name": the serving certificates, the CA of
+// tls.certificates: eksa-metrics, and the CA bundles.
+func CertificateObjects(cfg *spec.Config, served []ServedSecret) map[string]bool {
+	keep := map[string]bool{}
+	if len(served) == 0 {
+		return keep
+	}
+	for _, sv := range served {
+		keep[ObjectName("Secret", sv.Namespace, sv.Name)] = true
+	}
+	if !cfg.CertManager {
+		keep[ObjectName("Secret", SystemNS, ServingCA)] = true
+	}
+	for _, ns := range BundleNamespaces(cfg) {
+		keep[ObjectName("ConfigMap", ns, ServingCA)] = true
+	}
+	return keep
 }

@@ -3,7 +3,6 @@ package validate
 import (
 	"context"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -303,88 +302,64 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 		return Result{Status: Error, Message: fmt.Sprintf("--from is a spec of cluster %q and -f of cluster %q: nothing to compare", on, nn),
 			Remediation: "give --from the same cluster's spec before the change (the base branch's version of the -f file)"}
 	}
-	old, cur := index(in.Old), index(in.Result)
+	changes := render.Transition(in.Old, in.Result)
 	var details []string
-	rolls, restarts := false, false
-	for _, k := range slices.Sorted(maps.Keys(cur)) {
-		o, ok := old[k]
+	var rolls, restarts []string
+	for _, ch := range changes {
+		details = append(details, ch.String())
+		if ch.RollsControlPlane {
+			rolls = append(rolls, templates.ObjectName(ch.Kind, ch.Namespace, ch.Name))
+		}
 		switch {
-		case !ok:
-			details = append(details, "added: "+k)
-		case !reflect.DeepEqual(o.Object, cur[k].Object):
-			details = append(details, "changed: "+k)
+		case ch.Restarts == "" || ch.Action == render.ActionCreate:
+		case ch.Kind == "ConfigMap": // kube-proxy's configuration
+			restarts = append(restarts, templates.ObjectName("DaemonSet", ch.Namespace, ch.Name))
 		default:
-			continue
+			restarts = append(restarts, templates.ObjectName(ch.Kind, ch.Namespace, ch.Name))
 		}
-		if cur[k].Kind() == "KubeadmControlPlane" {
-			rolls = true
-		}
-		if cur[k].Kind() == "DaemonSet" {
-			restarts = true
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(old)) {
-		if _, ok := cur[k]; ok {
-			continue
-		}
-		o := old[k]
-		if !o.Owned() {
-			// Never advise deleting what EKS Anywhere owns.
-			details = append(details, fmt.Sprintf("eksa-metrics no longer changes %s: eksa-metrics apply gives back the items it set there; the object itself belongs to EKS Anywhere and stays", o))
-			if o.Kind() == "KubeadmControlPlane" {
-				rolls = true
-			}
-			continue
-		}
-		details = append(details, fmt.Sprintf("no longer rendered: %s, which eksa-metrics created; eksa-metrics apply removes it", o))
-	}
-	newEdits := map[string]bool{}
-	for _, e := range in.Result.DeploymentEdits {
-		newEdits[e.Name()] = true
-	}
-	for _, e := range in.Old.DeploymentEdits {
-		if !newEdits[e.Name()] {
-			details = append(details, fmt.Sprintf("eksa-metrics no longer edits %s: the arguments it set stay until eksctl anywhere upgrade management-components restores the shipped Deployment", e.Name()))
-		}
-	}
-	oldItems := map[string]string{}
-	for _, it := range in.Old.Change.Items {
-		oldItems[string(it.Component)+" --"+it.Name] = it.Value
-	}
-	for _, it := range in.Result.Change.Items {
-		delete(oldItems, string(it.Component)+" --"+it.Name)
-	}
-	for _, k := range slices.Sorted(maps.Keys(oldItems)) {
-		details = append(details, fmt.Sprintf("dropped control-plane setting: %s=%s", k, oldItems[k]))
 	}
 	oc, nc := in.Old.Config, in.Result.Config
-	if oc.KubeVersion != nc.KubeVersion || oc.CAPIVersion != nc.CAPIVersion || !reflect.DeepEqual(oc.EKSAVersion, nc.EKSAVersion) {
-		details = append(details, fmt.Sprintf("after eksctl anywhere upgrade (Kubernetes %s -> %s, CAPI %s -> %s), re-run eksa-metrics apply: EKS-A re-renders the KubeadmControlPlane and management components",
-			oc.KubeVersion, nc.KubeVersion, oc.CAPIVersion, nc.CAPIVersion))
+	upgrade := in.OldNothing == "" && (oc.KubeVersion != nc.KubeVersion || oc.CAPIVersion != nc.CAPIVersion || !reflect.DeepEqual(oc.EKSAVersion, nc.EKSAVersion))
+	if upgrade {
+		var what []string
+		if oc.KubeVersion != nc.KubeVersion {
+			what = append(what, fmt.Sprintf("Kubernetes %s -> %s", oc.KubeVersion, nc.KubeVersion))
+		}
+		if !reflect.DeepEqual(oc.EKSAVersion, nc.EKSAVersion) {
+			what = append(what, fmt.Sprintf("EKS Anywhere %s -> %s", versionOrNone(oc), versionOrNone(nc)))
+		}
+		if oc.CAPIVersion != nc.CAPIVersion {
+			what = append(what, fmt.Sprintf("KubeadmControlPlane %s -> %s", oc.CAPIVersion, nc.CAPIVersion))
+		}
+		details = append(details, fmt.Sprintf("after eksctl anywhere upgrade (%s), run eksa-metrics apply again: EKS Anywhere renders the KubeadmControlPlane and the management components anew", strings.Join(what, ", ")))
 	}
-	if len(details) == 0 {
-		return pass("nothing rendered changes between %s and %s", in.OldPath, in.Path)
+	from := in.OldPath
+	if in.OldNothing != "" {
+		from += " (no metrics section: " + in.OldNothing + ")"
 	}
-	msg := fmt.Sprintf("%d differences between %s and %s", len(details), in.OldPath, in.Path)
-	if rolls {
-		msg += "; the KubeadmControlPlane changes: every control-plane machine is replaced"
+	if len(changes) == 0 && !upgrade {
+		return pass("nothing apply writes changes between %s and %s", from, in.Path)
 	}
-	if restarts {
-		msg += "; proxy DaemonSets restart"
+	msg := fmt.Sprintf("%d change%s from %s to %s", len(changes), map[bool]string{true: "", false: "s"}[len(changes) == 1], from, in.Path)
+	if len(rolls) > 0 {
+		msg += "; " + strings.Join(rolls, ", ") + " changes: every control-plane machine is replaced"
 	}
-	st := Pass
-	if rolls {
-		st = Warn
+	if len(restarts) > 0 {
+		msg += "; pods restart: " + strings.Join(restarts, ", ")
 	}
-	return Result{Status: st, Message: msg, Details: details, Remediation: "plan the rollout; apply with --allow-control-plane-rollout after the upgrade"}
+	r := Result{Status: Pass, Message: msg, Details: details, Changes: changes}
+	if len(rolls) > 0 {
+		r.Status = Warn
+		r.Remediation = "plan the control-plane rollout, then apply with --allow-control-plane-rollout"
+	}
+	return r
 }
 
-func index(r *render.Result) map[string]render.Object {
-	m := map[string]render.Object{}
-	for _, o := range r.Objects {
-		m[string(o.Destination)+" "+o.String()] = o
+func versionOrNone(c *spec.Config) string {
+	if c.EKSAVersion == nil {
+		return "(unset)"
 	}
-	return m
+	return c.EKSAVersion.String()
 }
 
 func checkDrift(ctx context.Context, in *Input) Result {

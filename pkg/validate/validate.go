@@ -32,6 +32,10 @@ type Result struct {
 	Message     string   `json:"message"`
 	Remediation string   `json:"remediation,omitempty"`
 	Details     []string `json:"details,omitempty"`
+	// Changes are the upgrade diff's entries (upgrade-diff with --from):
+	// what apply will create, change, edit or delete, and what rolls or
+	// restarts.
+	Changes []render.Change `json:"changes,omitempty"`
 }
 
 // Input is what the checks look at.
@@ -45,6 +49,9 @@ type Input struct {
 	Old     *render.Result
 	OldPath string
 	OldErr  error
+	// OldNothing says why the --from spec renders nothing (it has no
+	// metrics section: the spec before eksa-metrics is adopted).
+	OldNothing string
 	// Clusters, for the online checks (nil offline).
 	Management *cluster.Cluster
 	Workload   *cluster.Cluster

@@ -168,14 +168,23 @@ func TestUpgradeDiff(t *testing.T) {
 		want     Status
 		contains []string
 	}{
-		{"no change", nil, nil, Pass, []string{"nothing rendered changes"}},
-		{"1.34 -> 1.35", nil, replace(`"1.34"`, `"1.35"`), Pass, []string{"re-run eksa-metrics apply", "Kubernetes 1.34 -> 1.35"}},
+		{"no change", nil, nil, Pass, []string{"nothing apply writes changes"}},
+		{"1.34 -> 1.35", nil, replace(`"1.34"`, `"1.35"`), Pass, []string{"run eksa-metrics apply again", "Kubernetes 1.34 -> 1.35"}},
 		{"1.35 -> 1.36: the z-page gates go", replace(`"1.34"`, `"1.35"`), replace(`"1.34"`, `"1.36"`), Warn,
-			[]string{"changed: management KubeadmControlPlane eksa-system/dev", "dropped control-plane setting: apiServer --feature-gates=ComponentFlagz=true,ComponentStatusz=true", "every control-plane machine"}},
-		{"eksaVersion v0.24 -> v0.25", replace("v0.26.1", "v0.24.6"), replace("v0.26.1", "v0.25.0"), Warn,
-			[]string{"CAPI v1beta1 -> v1beta2", "changed: management KubeadmControlPlane eksa-system/dev", "every control-plane machine"}},
+			[]string{"edit KubeadmControlPlane eksa-system/dev (management cluster)", "gives back apiServer --feature-gates=ComponentFlagz=true,ComponentStatusz=true", "every control-plane machine"}},
+		// Only the form of the items changes (a map in v1beta1, a list in
+		// v1beta2): nothing rolls, and the remediation does not say so.
+		{"eksaVersion v0.24 -> v0.25", replace("v0.26.1", "v0.24.6"), replace("v0.26.1", "v0.25.0"), Pass,
+			[]string{"KubeadmControlPlane v1beta1 -> v1beta2", "EKS Anywhere v0.24.6 -> v0.25.0", "the same extraArgs items, applied in the v1beta2 form (v1beta1 before): no machine is replaced"}},
 		{"bindAddress -> proxy", nil, proxy, Warn,
-			[]string{"added: workload DaemonSet kube-system/eksa-metrics-control-plane-proxy", "dropped control-plane setting: controllerManager --bind-address=0.0.0.0", "proxy DaemonSets restart"}},
+			[]string{"create DaemonSet kube-system/eksa-metrics-control-plane-proxy (workload cluster)", "gives back controllerManager --bind-address=0.0.0.0",
+				"edit ConfigMap kube-system/kube-proxy (workload cluster): eksa-metrics gives back the metricsBindAddress", "pods restart: DaemonSet kube-system/kube-proxy",
+				"create Secret kube-system/eksa-metrics-serving-ca"}},
+		{"proxy -> bindAddress", proxy, nil, Warn,
+			[]string{"delete DaemonSet kube-system/eksa-metrics-control-plane-proxy (workload cluster)", "sets controllerManager --bind-address=0.0.0.0",
+				"edit ConfigMap kube-system/kube-proxy (workload cluster): config.conf metricsBindAddress: 0.0.0.0:10249", "delete Secret kube-system/eksa-metrics-serving-ca"}},
+		{"TLS 1.3 on the management components", nil, replace("allowInsecure: true", "allowInsecure: true\n  tls: {minVersion: VersionTLS13}"), Warn,
+			[]string{"sets controllerManager --tls-min-version=VersionTLS13"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := input(t, docker, spec.Options{}, tc.new)
@@ -193,6 +202,12 @@ func TestUpgradeDiff(t *testing.T) {
 				if !strings.Contains(all, c) {
 					t.Errorf("missing %q in:\n%s", c, all)
 				}
+			}
+			if (r.Remediation != "") != (tc.want == Warn) {
+				t.Errorf("remediation %q with status %s: the rollout advice belongs only to a change that rolls", r.Remediation, r.Status)
+			}
+			if len(r.Changes) != len(r.Details)-strings.Count(all, "after eksctl anywhere upgrade") {
+				t.Errorf("%d structured changes for %d details", len(r.Changes), len(r.Details))
 			}
 		})
 	}

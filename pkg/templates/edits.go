@@ -1,0 +1,108 @@
+package templates
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+)
+
+// EditRecordAnnotation, on a management Deployment eksa-metrics edited,
+// records the edit (a JSON EditRecord) on the Deployment's own metadata (no
+// pod restarts for it), so that a later apply gives it back: entirely when
+// the spec no longer edits that Deployment, and before another edit when it
+// edits it otherwise. The Deployment then ends as a fresh apply of the new
+// spec would leave it, whatever was applied before.
+const EditRecordAnnotation = "metrics.anywhere.eks.amazonaws.com/edit"
+
+// EditRecord is what an edit changed.
+type EditRecord struct {
+	// Container whose Args were Args before the edit and Edited after it.
+	Container string   `json:"container"`
+	Args      []string `json:"args"`
+	Edited    []string `json:"edited"`
+	// Sidecar is the container the edit added, Volumes the pod volumes.
+	Sidecar string   `json:"sidecar,omitempty"`
+	Volumes []string `json:"volumes,omitempty"`
+}
+
+// ReconcileDeployment makes d what edit e (nil: none) makes of the
+// Deployment as it was before any eksa-metrics edit, records the edit in
+// EditRecordAnnotation, and reports whether d changed and whether its pod
+// template did (its pods restart).
+//
+// The recorded args are given back only while the container still has the
+// args eksa-metrics left (eksctl anywhere upgrade management-components
+// replaces the Deployment: its args are then the new release's, and stay).
+// A sidecar and its volumes are eksa-metrics' own names and always go; one
+// left by a release that kept no record is known by its token volume.
+func ReconcileDeployment(d *appsv1.Deployment, e *DeploymentEdit) (changed, restarts bool, err error) {
+	before := d.DeepCopy()
+	if err := revertEdit(d); err != nil {
+		return false, false, err
+	}
+	if e != nil {
+		spec := &d.Spec.Template.Spec
+		idx := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Container })
+		var args []string
+		if idx >= 0 {
+			args = slices.Clone(spec.Containers[idx].Args)
+		}
+		base := d.Spec.Template.DeepCopy()
+		if _, err := e.Apply(d); err != nil {
+			return false, false, err
+		}
+		if !equality.Semantic.DeepEqual(base, &d.Spec.Template) {
+			rec := EditRecord{Container: e.Container, Args: args, Edited: slices.Clone(spec.Containers[idx].Args)}
+			if e.Sidecar != nil {
+				rec.Sidecar = e.Sidecar.Name
+			}
+			for _, v := range e.Volumes {
+				rec.Volumes = append(rec.Volumes, v.Name)
+			}
+			raw, _ := json.Marshal(rec)
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			d.Annotations[EditRecordAnnotation] = string(raw)
+		}
+	}
+	return !equality.Semantic.DeepEqual(before, d), !equality.Semantic.DeepEqual(before.Spec.Template, d.Spec.Template), nil
+}
+
+// revertEdit gives back the recorded edit and drops the record.
+func revertEdit(d *appsv1.Deployment) error {
+	spec := &d.Spec.Template.Spec
+	raw, recorded := d.Annotations[EditRecordAnnotation]
+	var rec EditRecord
+	if recorded {
+		if err := json.Unmarshal([]byte(raw), &rec); err != nil {
+			return fmt.Errorf("Deployment %s/%s: annotation %s is not eksa-metrics' record of its edit (%v): remove it (kubectl annotate deployment -n %s %s %s-) and apply again",
+				d.Namespace, d.Name, EditRecordAnnotation, err, d.Namespace, d.Name, EditRecordAnnotation)
+		}
+		delete(d.Annotations, EditRecordAnnotation)
+		if i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == rec.Container }); i >= 0 && slices.Equal(spec.Containers[i].Args, rec.Edited) {
+			spec.Containers[i].Args = rec.Args
+		}
+	}
+	ours := func(c corev1.Container) bool {
+		if recorded {
+			return rec.Sidecar != "" && c.Name == rec.Sidecar
+		}
+		return c.Name == SidecarName && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == SidecarTokenVolume })
+	}
+	if slices.ContainsFunc(spec.Containers, ours) {
+		spec.Containers = slices.DeleteFunc(spec.Containers, ours)
+		if !recorded {
+			rec.Volumes = []string{SidecarTokenVolume, SidecarVolume}
+		}
+	}
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return slices.Contains(rec.Volumes, v.Name) })
+	if len(spec.Volumes) == 0 {
+		spec.Volumes = nil
+	}
+	return nil
+}
