@@ -51,8 +51,8 @@ func (a *Applier) editSteps(ctx context.Context) ([]*Step, error) {
 	}
 	seen := map[string]bool{}
 	for _, m := range components.ManagementCatalog {
-		if seen[m.ID()] {
-			continue
+		if seen[m.ID()] || len(m.Providers) > 0 && !slices.Contains(m.Providers, string(a.Result.Config.Provider)) {
+			continue // only the cluster's provider's Deployments are ever edited for it
 		}
 		seen[m.ID()] = true
 		s, err := a.Management.deploymentStep(ctx, m.Namespace, m.Deployment, wanted[m.ID()])

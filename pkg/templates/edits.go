@@ -40,22 +40,22 @@ type EditRecord struct {
 // A sidecar and its volumes are eksa-metrics' own names and always go; one
 // left by a release that kept no record is known by its token volume.
 func ReconcileDeployment(d *appsv1.Deployment, e *DeploymentEdit) (changed, restarts bool, err error) {
-	before := d.DeepCopy()
-	if err := revertEdit(d); err != nil {
+	want := d.DeepCopy()
+	if err := revertEdit(want); err != nil {
 		return false, false, err
 	}
 	if e != nil {
-		spec := &d.Spec.Template.Spec
+		spec := &want.Spec.Template.Spec
 		idx := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Container })
 		var args []string
 		if idx >= 0 {
 			args = slices.Clone(spec.Containers[idx].Args)
 		}
-		base := d.Spec.Template.DeepCopy()
-		if _, err := e.Apply(d); err != nil {
+		base := want.Spec.Template.DeepCopy()
+		if _, err := e.Apply(want); err != nil {
 			return false, false, err
 		}
-		if !equality.Semantic.DeepEqual(base, &d.Spec.Template) {
+		if !equality.Semantic.DeepEqual(base, &want.Spec.Template) {
 			rec := EditRecord{Container: e.Container, Args: args, Edited: slices.Clone(spec.Containers[idx].Args)}
 			if e.Sidecar != nil {
 				rec.Sidecar = e.Sidecar.Name
@@ -64,13 +64,38 @@ func ReconcileDeployment(d *appsv1.Deployment, e *DeploymentEdit) (changed, rest
 				rec.Volumes = append(rec.Volumes, v.Name)
 			}
 			raw, _ := json.Marshal(rec)
-			if d.Annotations == nil {
-				d.Annotations = map[string]string{}
+			if want.Annotations == nil {
+				want.Annotations = map[string]string{}
 			}
-			d.Annotations[EditRecordAnnotation] = string(raw)
+			want.Annotations[EditRecordAnnotation] = string(raw)
 		}
 	}
-	return !equality.Semantic.DeepEqual(before, d), !equality.Semantic.DeepEqual(before.Spec.Template, d.Spec.Template), nil
+	if len(want.Annotations) == 0 {
+		want.Annotations = nil
+	}
+	sameTemplate := sameEditedTemplate(d.Spec.Template, want.Spec.Template, e)
+	if sameTemplate && equality.Semantic.DeepEqual(d.Annotations, want.Annotations) || sameTemplate && len(d.Annotations) == 0 && len(want.Annotations) == 0 {
+		return false, false, nil // as the edit wants it already (a sidecar the API server filled in defaults for included)
+	}
+	if sameTemplate {
+		want.Spec.Template = d.Spec.Template
+	}
+	*d = *want
+	return true, !sameTemplate, nil
+}
+
+// sameEditedTemplate: the live pod template is the wanted one, the API
+// server's defaults in the sidecar aside (sidecarIs).
+func sameEditedTemplate(live, want corev1.PodTemplateSpec, e *DeploymentEdit) bool {
+	if e != nil && e.Sidecar != nil {
+		li := slices.IndexFunc(live.Spec.Containers, func(c corev1.Container) bool { return c.Name == e.Sidecar.Name })
+		wi := slices.IndexFunc(want.Spec.Containers, func(c corev1.Container) bool { return c.Name == e.Sidecar.Name })
+		if li >= 0 && wi >= 0 && li == wi && sidecarIs(live.Spec.Containers[li], *e.Sidecar) {
+			live = *live.DeepCopy()
+			live.Spec.Containers[li] = want.Spec.Containers[wi]
+		}
+	}
+	return equality.Semantic.DeepEqual(live, want)
 }
 
 // revertEdit gives back the recorded edit and drops the record.
