@@ -245,7 +245,9 @@ func (s *Step) Awaited() (*unstructured.Unstructured, bool) {
 	}
 	u := &unstructured.Unstructured{Object: s.Object}
 	switch {
-	case u.GetKind() == "DaemonSet", u.GetKind() == "Deployment", u.GetKind() == "KubeadmControlPlane":
+	case u.GetKind() == "KubeadmControlPlane":
+		return u, s.RollsControlPlane // its marks and digest alone roll nothing out
+	case u.GetKind() == "DaemonSet", u.GetKind() == "Deployment":
 		return u, true
 	case s.Action == Edit && u.GetKind() == "ConfigMap":
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet",

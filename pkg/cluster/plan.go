@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 )
@@ -193,7 +192,7 @@ func isBare(obj map[string]any) bool {
 // withAppliedDigest is a copy of obj with AppliedAnnotation set to the
 // digest of obj, and the digest.
 func withAppliedDigest(obj map[string]any) (map[string]any, string) {
-	out := runtime.DeepCopyJSON(obj)
+	out, _ := normalize(obj).(map[string]any) // a deep copy, whatever Go types the render holds
 	u := unstructured.Unstructured{Object: out}
 	ann := u.GetAnnotations()
 	delete(ann, templates.AppliedAnnotation)

@@ -137,7 +137,7 @@ func podTemplate(o Object) any {
 // changedFields names the top-level fields (and spec's) that differ.
 func changedFields(a, b map[string]any) []string {
 	var out []string
-	for _, k := range slices.Sorted(maps.Keys(union(a, b))) {
+	for _, k := range keysOf(a, b) {
 		if reflect.DeepEqual(a[k], b[k]) {
 			continue
 		}
@@ -154,13 +154,14 @@ func changedFields(a, b map[string]any) []string {
 	return out
 }
 
-func union(a, b map[string]any) map[string]any {
-	u := maps.Clone(a)
-	if u == nil {
-		u = map[string]any{}
+// keysOf are the keys of the maps, sorted, each once.
+func keysOf[V any](ms ...map[string]V) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, slices.Collect(maps.Keys(m))...)
 	}
-	maps.Copy(u, b)
-	return u
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // kcpItems are the extraArgs items eksa-metrics applies, as
@@ -234,7 +235,7 @@ func deploymentChanges(old, cur *Result) []Change {
 	}
 	before, after := edits(old), edits(cur)
 	var out []Change
-	for _, id := range slices.Sorted(maps.Keys(union2(before, after))) {
+	for _, id := range keysOf(before, after) {
 		b, a := before[id], after[id]
 		var reason string
 		switch {
@@ -252,17 +253,6 @@ func deploymentChanges(old, cur *Result) []Change {
 			Reason: reason, Restarts: "its pods restart", IfInstalled: true})
 	}
 	return out
-}
-
-func union2(a, b map[string]*templates.DeploymentEdit) map[string]bool {
-	m := map[string]bool{}
-	for k := range a {
-		m[k] = true
-	}
-	for k := range b {
-		m[k] = true
-	}
-	return m
 }
 
 func editSummary(e *templates.DeploymentEdit) string {

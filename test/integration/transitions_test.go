@@ -67,7 +67,7 @@ var transitionVariants = []variant{
 // management components' Deployments of the docker provider, the
 // scrapers' ServiceAccounts; with the audit log of every write by the
 // admin, which apply runs as.
-func transitionCluster(t *testing.T) (cp *framework.ControlPlane, kubeconfig, audit string) {
+func transitionCluster(t testing.TB) (cp *framework.ControlPlane, kubeconfig, audit string) {
 	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
@@ -107,7 +107,7 @@ rules:
 
 // transitionSpec writes a variant's spec ("" metrics: the Cluster alone,
 // with no metrics section).
-func transitionSpec(t *testing.T, v variant) string {
+func transitionSpec(t testing.TB, v variant) string {
 	t.Helper()
 	kube := v.kube
 	if kube == "" {
@@ -476,4 +476,29 @@ func minus(a, b map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// BenchmarkTransitions times the matrix' apply pairs on one management
+// cluster: from the base to each variant and back, as the test walks them.
+func BenchmarkTransitions(b *testing.B) {
+	base := variant{name: "base (proxy)", metrics: transitionBase}
+	_, kubeconfig, _ := transitionCluster(b)
+	specs := map[string]string{base.name: transitionSpec(b, base)}
+	for _, v := range transitionVariants {
+		specs[v.name] = transitionSpec(b, v)
+	}
+	run := func(name string) {
+		if code, stderr, _ := apply(b, 0, "-f", specs[name], "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
+			b.Fatalf("%s: exit %d:\n%s", name, code, stderr)
+		}
+	}
+	run(base.name)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, v := range transitionVariants {
+			run(v.name)
+			run(base.name)
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N*len(transitionVariants)), "s/pair")
 }
