@@ -214,7 +214,11 @@ func (c *Cluster) DeleteStaleCertificates(ctx context.Context, steps []*Certific
 		if err != nil {
 			return fmt.Errorf("deleting %s in the %s: %w", s, c, err)
 		}
-		report.emit(Event{Cluster: c.String(), Object: s.String(), Action: "deleted", Message: s.Why})
+		verb := "deleted"
+		if dryRun {
+			verb += " (server dry run)"
+		}
+		report.emit(Event{Cluster: c.String(), Object: s.String(), Action: verb, Message: s.Why})
 	}
 	return nil
 }

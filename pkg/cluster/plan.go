@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,6 +37,11 @@ const (
 	// Skip marks an object that is not installed, so there is nothing to edit.
 	Skip Action = "skip"
 )
+
+// noKindError: the cluster does not serve the object's kind.
+type noKindError struct{ msg string }
+
+func (e *noKindError) Error() string { return e.msg }
 
 // Step is one object's part of the plan.
 type Step struct {
@@ -72,7 +78,7 @@ func (c *Cluster) resource(obj map[string]any) (dynamic.ResourceInterface, *meta
 			return nil, nil, fmt.Errorf("the %s has no %s (%s), which carries eksa-metrics' alerting rules next to the ServiceMonitors: install prometheus-operator's CRDs (the ServiceMonitor's come with it), or set scrapeConfig.serviceMonitors: false and load the rule file (docs/alerts.md)", c, gvk.Kind, gvk.GroupVersion())
 		}
 		if meta.IsNoMatchError(err) {
-			return nil, nil, fmt.Errorf("the %s has no %s (%s): install its CRD first, or turn off what needs it in the metrics section", c, gvk.Kind, gvk.GroupVersion())
+			return nil, nil, &noKindError{fmt.Sprintf("the %s has no %s (%s): install its CRD first, or turn off what needs it in the metrics section", c, gvk.Kind, gvk.GroupVersion())}
 		}
 		return nil, nil, err
 	}
@@ -105,6 +111,11 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 	}
 	s := &Step{Cluster: c, Object: obj}
 	ri, m, err := c.resource(obj)
+	if err != nil && obj["kind"] == "KubeadmControlPlane" && obj["spec"] == nil && errors.As(err, new(*noKindError)) {
+		// No KubeadmControlPlane API: nothing of eksa-metrics to set or give back.
+		s.Action, s.Rollout = Skip, "not served: eksa-metrics needs no item in it"
+		return s, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("planning %s: %w", s.Name(), err)
 	}
