@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,6 +25,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/pkg/validate"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
@@ -207,7 +209,7 @@ func stateDiff(got, want map[string]string) []string {
 	for k := range want {
 		keys[k] = true
 	}
-	for _, k := range slices.Sorted(mapsKeys(keys)) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		g, okg := got[k]
 		w, okw := want[k]
 		switch {
@@ -220,16 +222,6 @@ func stateDiff(got, want map[string]string) []string {
 		}
 	}
 	return out
-}
-
-func mapsKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // auditWrites are the writes the audit log holds from offset on, as
@@ -284,7 +276,7 @@ func predicted(t *testing.T, from, to string) (writes map[string]bool, rolls boo
 	t.Helper()
 	code, res, stderr := runValidate(t, "-f", to, "--from", from, "--skip", "render-warnings")
 	r, ok := res["upgrade-diff"]
-	if !ok || code == 1 || r.Status == validate_Fail {
+	if !ok || code == 1 || r.Status == validate.Fail {
 		t.Fatalf("validate --from: exit %d, %+v\n%s", code, r, stderr)
 	}
 	writes = map[string]bool{}
@@ -307,8 +299,6 @@ func predicted(t *testing.T, from, to string) (writes map[string]bool, rolls boo
 	sort.Strings(restarts)
 	return writes, rolls, restarts
 }
-
-const validate_Fail = "fail"
 
 // templates of the Deployments and DaemonSets, to see which restarted.
 func podTemplates(t *testing.T, cp *framework.ControlPlane) map[string]string {
