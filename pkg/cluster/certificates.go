@@ -38,6 +38,14 @@ type CertificateStep struct {
 	// Pending: cert-manager has yet to issue it (tls.certificates:
 	// cert-manager); apply waits for it after writing the Certificates.
 	Pending bool
+	// AfterObjects: the step replaces a Secret that cert-manager issued from
+	// eksa-metrics' Certificate of that name (tls.certificates was
+	// cert-manager), so it is written after the objects, once that
+	// Certificate is pruned: before, cert-manager would issue over it again.
+	AfterObjects bool
+	// Reissue: a Secret apply wrote, deleted before the objects (a Prune
+	// step) so that cert-manager issues its own in its place.
+	Reissue bool
 
 	secret    *corev1.Secret
 	configMap *corev1.ConfigMap
@@ -120,11 +128,17 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 			step.Action, step.Why = Create, "serving certificate for "+dns
 		case err != nil:
 			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", ns, name, c, err)
-		case issuedByCertManager(live, name):
-			// Left by tls.certificates: cert-manager, whose Certificate
-			// would issue it again over apply's.
-			return nil, fmt.Errorf("Secret %s/%s in the %s was issued by cert-manager from eksa-metrics' Certificate (tls.certificates: cert-manager), so apply does not overwrite it: to move to eksa-metrics, apply with tls.certificates: none first (it removes the Certificates and the proxies stop mounting the Secrets), then kubectl delete secret -A -l %s=cert-manager, then apply again",
-				ns, name, c, templates.CertificateLabel)
+		case issuedForUs(live):
+			// Left by tls.certificates: cert-manager: replaced once the
+			// objects are applied, which prunes the Certificate that
+			// would otherwise issue it again over apply's.
+			step.Action, step.AfterObjects = Update, true
+			step.Why = "serving certificate for " + dns + " from apply's CA, in place of the one cert-manager issued (written after the objects, once its Certificate is pruned)"
+			step.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: certLabels("serving"), ResourceVersion: live.ResourceVersion}, Type: corev1.SecretTypeTLS}
+			if sv.HAProxy {
+				step.restarts = templates.ControlPlaneDS
+				step.Why += "; " + haproxyRestart
+			}
 		case !ours(live, "serving"):
 			return nil, foreign("Secret", ns, name, c)
 		default:
@@ -166,10 +180,17 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 }
 
 // planStale: a Prune step for each Secret and ConfigMap of the
-// certificates that apply wrote (its labels and field manager) and the
-// spec no longer needs.
+// certificates that apply wrote (its labels and field manager), or that
+// cert-manager issued from eksa-metrics' Certificate of that name
+// (issuedForUs), and the spec no longer needs.
 func (c *Cluster) planStale(ctx context.Context, cfg *spec.Config, served []templates.ServedSecret) ([]*CertificateStep, error) {
 	keep := templates.CertificateObjects(cfg, served)
+	// cert-manager's Secrets follow the Certificates, which are rendered
+	// for every serving certificate, installed controller or not.
+	keepIssued := map[string]bool{}
+	if cfg.CertManager {
+		keepIssued = templates.CertificateObjects(cfg, templates.ServingSecrets(cfg))
+	}
 	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel}
 	var steps []*CertificateStep
 	for _, kind := range []string{"Secret", "ConfigMap"} {
@@ -180,11 +201,19 @@ func (c *Cluster) planStale(ctx context.Context, cfg *spec.Config, served []temp
 		}
 		for i := range items {
 			it := &items[i]
-			if !ours(it, "") || keep[templates.ObjectName(kind, it.GetNamespace(), it.GetName())] {
+			name := templates.ObjectName(kind, it.GetNamespace(), it.GetName())
+			if keep[name] {
 				continue
 			}
-			steps = append(steps, &CertificateStep{Kind: kind, Namespace: it.GetNamespace(), Name: it.GetName(), Action: Prune, uid: it.GetUID(),
-				Why: "apply wrote it for the serving certificates, and the spec no longer needs it"})
+			why := "apply wrote it for the serving certificates, and the spec no longer needs it"
+			switch {
+			case ours(it, ""):
+			case kind == "Secret" && issuedForUs(secretMeta(it)) && !keepIssued[name]:
+				why = "cert-manager issued it from eksa-metrics' Certificate of that name (pruned by this apply), and the spec no longer needs it"
+			default:
+				continue
+			}
+			steps = append(steps, &CertificateStep{Kind: kind, Namespace: it.GetNamespace(), Name: it.GetName(), Action: Prune, uid: it.GetUID(), Why: why})
 		}
 	}
 	return steps, nil
@@ -195,31 +224,40 @@ func (c *Cluster) planStale(ctx context.Context, cfg *spec.Config, served []temp
 // so that no proxy that still mounts one loses it before it is gone.
 func (c *Cluster) DeleteStaleCertificates(ctx context.Context, steps []*CertificateStep, dryRun bool, report Reporter) error {
 	for _, s := range steps {
-		if s.Action != Prune {
+		if s.Action != Prune || s.Reissue {
 			continue
 		}
-		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.uid}}
-		if dryRun {
-			opts.DryRun = []string{metav1.DryRunAll}
+		if err := c.deleteCertificateObject(ctx, s, dryRun, report); err != nil {
+			return err
 		}
-		var err error
-		if s.Kind == "Secret" {
-			err = c.Core.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, opts)
-		} else {
-			err = c.Core.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, s.Name, opts)
-		}
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("deleting %s in the %s: %w", s, c, err)
-		}
-		verb := "deleted"
-		if dryRun {
-			verb += " (server dry run)"
-		}
-		report.emit(Event{Cluster: c.String(), Object: s.String(), Action: verb, Message: s.Why})
 	}
+	return nil
+}
+
+// deleteCertificateObject deletes a Prune step's Secret or ConfigMap, the
+// one planned (its UID) only.
+func (c *Cluster) deleteCertificateObject(ctx context.Context, s *CertificateStep, dryRun bool, report Reporter) error {
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.uid}}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	var err error
+	if s.Kind == "Secret" {
+		err = c.Core.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, opts)
+	} else {
+		err = c.Core.CoreV1().ConfigMaps(s.Namespace).Delete(ctx, s.Name, opts)
+	}
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting %s in the %s: %w", s, c, err)
+	}
+	verb := "deleted"
+	if dryRun {
+		verb += " (server dry run)"
+	}
+	report.emit(Event{Cluster: c.String(), Object: s.String(), Action: verb, Message: s.Why})
 	return nil
 }
 
@@ -343,18 +381,7 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 			step.Action, step.Why, step.Pending = Create, issued, true
 		case err != nil:
 			return nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", sv.Namespace, sv.Name, c, err)
-		case ours(live, "serving"):
-			// apply's own, from tls.certificates: eksa-metrics.
-			step.Action, step.Why, step.Pending = Update, issued+", in place of the one apply issued", true
-		case issuedFor(live, sv.Name, "ClusterIssuer", templates.CAIssuer):
-			// From the ClusterIssuer eksa-metrics rendered before its
-			// issuers were namespaced (apply prunes it): cert-manager
-			// issues it again from the Issuer of its namespace, because
-			// the Secret's issuer annotations no longer match.
-			step.Action, step.Why, step.Pending = Update, issued+", in place of the one from ClusterIssuer "+templates.CAIssuer, true
-		case !issuedFor(live, sv.Name, "Issuer", templates.CAIssuer):
-			return nil, notIssued(sv.Namespace, sv.Name, c)
-		default:
+		case issuedFor(live, sv.Name, "Issuer", templates.CAIssuer):
 			leaf, err := certutil.ParseCertsPEM(live.Data[corev1.TLSCertKey])
 			if err != nil {
 				return nil, fmt.Errorf("reading the certificate cert-manager issued in Secret %s/%s in the %s: %w", sv.Namespace, sv.Name, c, err)
@@ -364,6 +391,21 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 				step.Action, step.Why = Update, "cert-manager issued a new certificate for "+sv.DNSName+"; "+haproxyRestart
 				step.restarts, step.serial = templates.ControlPlaneDS, serial
 			}
+		case issuedFor(live, sv.Name, "ClusterIssuer", templates.CAIssuer):
+			// From the ClusterIssuer eksa-metrics rendered before its
+			// issuers were namespaced (apply prunes it): cert-manager
+			// issues it again from the Issuer of its namespace, because
+			// the Secret's issuer annotations no longer match.
+			step.Action, step.Why, step.Pending = Update, issued+", in place of the one from ClusterIssuer "+templates.CAIssuer, true
+		case ours(live, ""):
+			// apply's own, from tls.certificates: eksa-metrics. cert-manager
+			// would adopt a valid certificate it finds there (and mark it
+			// as its own issuer's), so apply deletes it before the
+			// Certificate is written, and cert-manager issues a new one.
+			step.Action, step.Pending, step.Reissue, step.uid = Prune, true, true, live.UID
+			step.Why = "apply deletes the one it issued, so that " + issued
+		default:
+			return nil, notIssued(sv.Namespace, sv.Name, c)
 		}
 		steps = append(steps, step)
 	}
@@ -377,6 +419,27 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 func issuedFor(s *corev1.Secret, certificate, kind, issuer string) bool {
 	a := s.Annotations
 	return a[templates.CertManagerCertificateAnnotation] == certificate && a["cert-manager.io/issuer-name"] == issuer && a["cert-manager.io/issuer-kind"] == kind
+}
+
+// issuedForUs: cert-manager issued the Secret from eksa-metrics'
+// Certificate of the same name (the labels that Certificate's
+// secretTemplate sets, and cert-manager's annotations naming that
+// Certificate and one of eksa-metrics' issuers). Only such a Secret, and
+// those apply wrote, does apply ever replace or delete.
+func issuedForUs(s *corev1.Secret) bool {
+	l := s.Labels
+	return l[templates.ManagedByLabel] == templates.Prefix && l[templates.CertificateLabel] == "cert-manager" &&
+		(issuedByCertManager(s, s.Name) || issuedFor(s, s.Name, "Issuer", templates.SelfSignedIssuer))
+}
+
+// secretMeta is the metadata of a listed Secret, as a Secret.
+func secretMeta(u interface {
+	GetName() string
+	GetNamespace() string
+	GetLabels() map[string]string
+	GetAnnotations() map[string]string
+}) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), Labels: u.GetLabels(), Annotations: u.GetAnnotations()}}
 }
 
 // issuedByCertManager: cert-manager issued the serving certificate's Secret
@@ -418,9 +481,22 @@ func (c *Cluster) planCA(ctx context.Context) (certs.Pair, *CertificateStep, err
 }
 
 // ExecuteCertificates writes the steps that create or update, in order
-// (the CA first). With dryRun the API server checks each request and
-// persists nothing.
+// (the CA first), except those that come AfterObjects. With dryRun the API
+// server checks each request and persists nothing.
 func (c *Cluster) ExecuteCertificates(ctx context.Context, steps []*CertificateStep, dryRun bool, report Reporter) error {
+	return c.executeCertificates(ctx, steps, false, dryRun, report)
+}
+
+// FinishCertificates runs after the objects: it writes the steps that come
+// AfterObjects, then deletes the Prune steps' Secrets and ConfigMaps.
+func (c *Cluster) FinishCertificates(ctx context.Context, steps []*CertificateStep, dryRun bool, report Reporter) error {
+	if err := c.executeCertificates(ctx, steps, true, dryRun, report); err != nil {
+		return err
+	}
+	return c.DeleteStaleCertificates(ctx, steps, dryRun, report)
+}
+
+func (c *Cluster) executeCertificates(ctx context.Context, steps []*CertificateStep, afterObjects, dryRun bool, report Reporter) error {
 	var opts []string
 	if dryRun {
 		opts = []string{metav1.DryRunAll}
@@ -428,7 +504,12 @@ func (c *Cluster) ExecuteCertificates(ctx context.Context, steps []*CertificateS
 	for _, s := range steps {
 		var err error
 		switch {
-		case s.Action == Unchanged, s.Action == Prune, s.Pending:
+		case s.Reissue && !afterObjects:
+			if err := c.deleteCertificateObject(ctx, s, dryRun, report); err != nil {
+				return err
+			}
+			continue
+		case s.Action == Unchanged, s.Action == Prune, s.Pending, s.AfterObjects != afterObjects:
 			continue
 		case s.secret == nil && s.configMap == nil: // a restart only
 		case s.configMap != nil && s.Action == Create:
@@ -508,7 +589,9 @@ func foreign(kind, ns, name string, c *Cluster) error {
 }
 
 // DeleteCertificates deletes the serving certificates' Secrets and CA
-// bundles eksa-metrics wrote in this cluster (those with its labels only).
+// bundles eksa-metrics wrote in this cluster (those with its labels and
+// field manager), and the Secrets cert-manager issued from its Certificates
+// (issuedForUs; the caller deletes those Certificates first).
 func (c *Cluster) DeleteCertificates(ctx context.Context) error {
 	sel := metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix + "," + templates.CertificateLabel}
 	secrets, err := c.listAll(ctx, c.Dynamic.Resource(corev1.SchemeGroupVersion.WithResource("secrets")), corev1.SchemeGroupVersion.WithResource("secrets"), sel)
@@ -516,7 +599,7 @@ func (c *Cluster) DeleteCertificates(ctx context.Context) error {
 		return fmt.Errorf("listing the serving certificates in the %s: %w", c, err)
 	}
 	for _, s := range secrets {
-		if !ours(&s, "") {
+		if !ours(&s, "") && !issuedForUs(secretMeta(&s)) {
 			continue
 		}
 		uid := s.GetUID()

@@ -100,7 +100,7 @@ func Apply(ctx context.Context, cl *Clusters, r *render.Result, steps []*cluster
 	}
 	err := a.Execute(ctx, steps, cluster.ExecuteOptions{DryRun: opts.DryRun, ForceConflicts: opts.ForceConflicts, Report: opts.Report})
 	if err == nil {
-		err = cl.Workload.DeleteStaleCertificates(ctx, opts.Certificates, opts.DryRun, opts.Report)
+		err = cl.Workload.FinishCertificates(ctx, opts.Certificates, opts.DryRun, opts.Report)
 	}
 	if err != nil || opts.DryRun || !cluster.Pending(opts.Certificates) {
 		return err

@@ -287,33 +287,63 @@ func kubeProxyChange(old, cur *Result) (Change, bool) {
 // serving certificates (never rendered), created where the new spec needs
 // one the old did not, and deleted where it no longer needs one.
 func certificateChanges(old, cur *Result) []Change {
-	objs := func(r *Result) map[string]bool {
+	// written: what apply writes; issued: the Secrets cert-manager issues
+	// from eksa-metrics' Certificates (apply replaces or deletes those
+	// when tls.certificates leaves cert-manager).
+	type objects struct {
+		written, issued map[string]bool
+		haproxy         bool
+	}
+	objs := func(r *Result) objects {
+		o := objects{written: map[string]bool{}, issued: map[string]bool{}}
 		if r.Config == nil || len(r.Objects) == 0 {
-			return map[string]bool{}
+			return o
 		}
-		m := templates.CertificateObjects(r.Config, templates.ServingSecrets(r.Config))
-		if r.Config.CertManager {
-			// cert-manager issues the Secrets; apply writes the bundles.
-			maps.DeleteFunc(m, func(k string, _ bool) bool { return strings.HasPrefix(k, "Secret ") })
+		served := templates.ServingSecrets(r.Config)
+		o.haproxy = slices.ContainsFunc(served, func(sv templates.ServedSecret) bool { return sv.HAProxy })
+		for k := range templates.CertificateObjects(r.Config, served) {
+			if r.Config.CertManager && strings.HasPrefix(k, "Secret ") {
+				o.issued[k] = true
+			} else {
+				o.written[k] = true
+			}
 		}
-		return m
+		return o
 	}
 	before, after := objs(old), objs(cur)
+	switched := len(old.Objects) > 0 && len(cur.Objects) > 0 && old.Config.CertManager != cur.Config.CertManager
 	var out []Change
 	add := func(name string, action ChangeAction, reason string) {
 		kind, rest, _ := strings.Cut(name, " ")
 		ns, n, _ := strings.Cut(rest, "/")
 		out = append(out, Change{Destination: Workload, Kind: kind, Namespace: ns, Name: n, Owned: true, Action: action, Reason: reason})
 	}
-	for _, k := range slices.Sorted(maps.Keys(after)) {
-		if !before[k] {
+	for _, k := range slices.Sorted(maps.Keys(after.written)) {
+		switch {
+		case before.issued[k]:
+			add(k, ActionUpdate, "apply replaces the certificate cert-manager issued with one from its own CA, after the objects (which prune the Certificate)")
+		case !before.written[k]:
 			add(k, ActionCreate, "apply writes it for the serving certificates (tls.certificates: "+certificatesMode(cur)+")")
+		case switched && strings.HasPrefix(k, "ConfigMap "):
+			add(k, ActionUpdate, "the CA bundle changes to the CA of tls.certificates: "+certificatesMode(cur))
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(before)) {
-		if !after[k] {
+	for _, k := range slices.Sorted(maps.Keys(before.written)) {
+		switch {
+		case after.issued[k]:
+			add(k, ActionDelete, "apply deletes the certificate it issued before it writes the Certificate, so that cert-manager issues its own there (it would adopt a valid one it finds)")
+		case !after.written[k]:
 			add(k, ActionDelete, "apply wrote it for the serving certificates, and the new spec no longer needs it")
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(before.issued)) {
+		if !after.written[k] && !after.issued[k] {
+			add(k, ActionDelete, "cert-manager issued it from eksa-metrics' Certificate, which this apply prunes, and the new spec no longer needs it")
+		}
+	}
+	if switched && before.haproxy && after.haproxy {
+		out = append(out, Change{Destination: Workload, Kind: "DaemonSet", Namespace: templates.SystemNS, Name: templates.ControlPlaneDS, Owned: true,
+			Action: ActionUpdate, Reason: "its serving certificates come from another issuer", Restarts: "HAProxy reads its certificates at start, so its pods restart"})
 	}
 	return out
 }

@@ -70,31 +70,38 @@ func CertManagerObjects(c *spec.Config) []Object {
 		out = append(out,
 			certManagerObject("Issuer", ns, SelfSignedIssuer, Object{"selfSigned": Object{}}),
 			certManagerObject("Certificate", ns, IssuerCA, Object{
-				"isCA":       true,
-				"commonName": IssuerCA + "." + ns,
-				"secretName": IssuerCA,
-				"duration":   caDuration,
-				"privateKey": Object{"algorithm": "ECDSA", "size": int64(256)},
-				"issuerRef":  issuerRef(SelfSignedIssuer),
+				"isCA":           true,
+				"commonName":     IssuerCA + "." + ns,
+				"secretName":     IssuerCA,
+				"duration":       caDuration,
+				"privateKey":     Object{"algorithm": "ECDSA", "size": int64(256)},
+				"issuerRef":      issuerRef(SelfSignedIssuer),
+				"secretTemplate": issuedLabels(),
 			}),
 			certManagerObject("Issuer", ns, CAIssuer, Object{"ca": Object{"secretName": IssuerCA}}),
 		)
 	}
 	for _, s := range all {
 		out = append(out, certManagerObject("Certificate", s.Namespace, s.Name, Object{
-			"secretName":  s.Name,
-			"dnsNames":    []any{s.DNSName},
-			"duration":    servingDuration,
-			"renewBefore": servingRenewBefore,
-			"usages":      []any{"digital signature", "server auth"},
-			"privateKey":  Object{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
-			"issuerRef":   issuerRef(CAIssuer),
-			// Found by the same labels as apply's own certificates; they
-			// stay cert-manager's (apply never writes nor deletes them).
-			"secretTemplate": Object{"labels": Object{ManagedByLabel: Prefix, CertificateLabel: "cert-manager"}},
+			"secretName":     s.Name,
+			"dnsNames":       []any{s.DNSName},
+			"duration":       servingDuration,
+			"renewBefore":    servingRenewBefore,
+			"usages":         []any{"digital signature", "server auth"},
+			"privateKey":     Object{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
+			"issuerRef":      issuerRef(CAIssuer),
+			"secretTemplate": issuedLabels(),
 		}))
 	}
 	return out
+}
+
+// issuedLabels label the Secrets cert-manager issues from eksa-metrics'
+// Certificates, by the same labels as apply's own certificates: apply
+// never writes them while tls.certificates is cert-manager, and replaces or
+// deletes them (with their Certificates gone) when it leaves cert-manager.
+func issuedLabels() Object {
+	return Object{"labels": Object{ManagedByLabel: Prefix, CertificateLabel: "cert-manager"}}
 }
 
 // IssuerNamespaces are the namespaces of the serving certificates, sorted,

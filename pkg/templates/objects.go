@@ -276,6 +276,10 @@ func CertificateObjects(cfg *spec.Config, served []ServedSecret) map[string]bool
 	}
 	if !cfg.CertManager {
 		keep[ObjectName("Secret", SystemNS, ServingCA)] = true
+	} else {
+		for _, ns := range IssuerNamespaces(served) {
+			keep[ObjectName("Secret", ns, IssuerCA)] = true
+		}
 	}
 	for _, ns := range BundleNamespaces(cfg) {
 		keep[ObjectName("ConfigMap", ns, ServingCA)] = true

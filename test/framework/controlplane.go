@@ -188,3 +188,18 @@ func (cp *ControlPlane) Minor() string {
 	parts := strings.SplitN(strings.TrimPrefix(cp.Version, "v"), ".", 3)
 	return parts[0] + "." + parts[1]
 }
+
+// StartGarbageCollector runs kube-controller-manager with its garbage
+// collector alone, as a real cluster has it: objects whose owner is deleted
+// (cert-manager's CertificateRequests of a deleted Certificate, for one)
+// are deleted in the background.
+func (cp *ControlPlane) StartGarbageCollector(t testing.TB) *Process {
+	t.Helper()
+	// The real collector runs as generic-garbage-collector, whose
+	// ClusterRole allows every verb it uses on every resource.
+	kubeconfig := cp.Kubeconfig(t, "garbage-collector", "system:serviceaccount:kube-system:generic-garbage-collector", "system:masters")
+	return Start(t, "kube-controller-manager", Binary(t, filepath.Join("k8s", cp.Version, "kube-controller-manager")), []string{
+		"--kubeconfig=" + kubeconfig, "--controllers=garbagecollector", "--leader-elect=false",
+		"--secure-port=0", "--use-service-account-credentials=false",
+	})
+}

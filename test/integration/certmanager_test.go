@@ -33,7 +33,8 @@ var certificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Versi
 // another namespace cannot have eksa-metrics' CA sign one. A second apply
 // writes nothing; a renewal by cert-manager restarts HAProxy (which reads its
 // certificate at start) and nothing else; switching to none prunes the
-// Certificates and leaves cert-manager's Secrets alone.
+// Certificates and the Secrets cert-manager issued from them, and back to
+// cert-manager and on to eksa-metrics replaces them.
 func TestApplyWithCertManager(t *testing.T) {
 	ctx := context.Background()
 	cp, kubeconfig := dockerManagementCluster(t)
@@ -49,6 +50,7 @@ func TestApplyWithCertManager(t *testing.T) {
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: templates.CertManagerNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	cp.StartGarbageCollector(t)
 	certManager := framework.Start(t, "cert-manager", framework.Binary(t, "cert-manager-controller"), []string{"--kubeconfig", kubeconfig, "--cluster-resource-namespace", templates.CertManagerNS})
 
 	// A Secret of a proxy's name that neither cert-manager issued for
@@ -138,16 +140,15 @@ func TestApplyWithCertManager(t *testing.T) {
 		t.Fatalf("apply once more: exit %d, %d writes\n%s", code, reqs.writes, stderr)
 	}
 
-	// Straight to tls.certificates: eksa-metrics: refused, with no write,
-	// because cert-manager's Certificates would issue over apply's Secrets;
-	// the way the message gives works.
-	own := writeSpecVersion(t, "docker", "  scrapers: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}]\n  exposure: proxy\n  tls: {certificates: eksa-metrics}\n", "1.36", "v0.26.1")
-	if code, stderr, reqs := apply(t, 0, "-f", own, "--kubeconfig", kubeconfig); code == 0 || reqs.writes != 0 || !strings.Contains(stderr, "apply with tls.certificates: none first") {
-		t.Fatalf("from cert-manager straight to eksa-metrics: exit %d, %d writes\n%s", code, reqs.writes, stderr)
+	// tls.certificates: none: the Certificates and issuers are pruned, and
+	// so are the Secrets cert-manager issued from them (a fresh apply of
+	// none has none); a Secret with copied labels that cert-manager did not
+	// issue for eksa-metrics stays.
+	copied := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "copied-labels", Namespace: templates.SystemNS,
+		Labels: map[string]string{templates.ManagedByLabel: templates.Prefix, templates.CertificateLabel: "cert-manager"}}, StringData: map[string]string{"x": "clearly-fake"}}
+	if _, err := secrets.Create(ctx, copied, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
-
-	// tls.certificates: none: the Certificates and issuers are pruned;
-	// cert-manager's Secrets are not eksa-metrics' to delete.
 	none := writeSpecVersion(t, "docker", "  scrapers: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}]\n  exposure: proxy\n  tls: {certificates: none}\n", "1.36", "v0.26.1")
 	if code, stderr, _ := apply(t, 0, "-f", none, "--kubeconfig", kubeconfig); code != 0 {
 		t.Fatalf("apply with none: exit %d\n%s", code, stderr)
@@ -160,20 +161,56 @@ func TestApplyWithCertManager(t *testing.T) {
 	if err != nil || len(issuers.Items) != 0 {
 		t.Errorf("Issuers left after tls.certificates: none: %v %d", err, len(issuers.Items))
 	}
-	if _, err := secrets.Get(ctx, etcdSecret, metav1.GetOptions{}); err != nil {
-		t.Errorf("cert-manager's Secret: %v", err)
+	left, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: templates.CertificateLabel})
+	if err != nil || len(left.Items) != 1 || left.Items[0].Name != copied.Name {
+		t.Errorf("after tls.certificates: none, the Secrets labelled %s are %v (%v), want only %s", templates.CertificateLabel, secretNames(left), err, copied.Name)
 	}
-	// The Secrets deleted by their label (what the message says), apply
-	// issues its own.
-	if err := secrets.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: templates.CertificateLabel + "=cert-manager"}); err != nil {
+
+	// Back to cert-manager, then straight to tls.certificates: eksa-metrics:
+	// apply replaces each Secret cert-manager issued after the objects
+	// (which prune its Certificate), and the proxies serve apply's.
+	if code, stderr, _ := apply(t, 0, "-f", specPath, "--kubeconfig", kubeconfig); code != 0 {
+		t.Fatalf("back to cert-manager: exit %d\n%s\n%s", code, stderr, certificateConditions(t, cp))
+	}
+	own := writeSpecVersion(t, "docker", "  scrapers: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}]\n  exposure: proxy\n  tls: {certificates: eksa-metrics}\n", "1.36", "v0.26.1")
+	code, stderr, _ = apply(t, 0, "-f", own, "--kubeconfig", kubeconfig)
+	if code != 0 || !strings.Contains(stderr, "in place of the one cert-manager issued") {
+		t.Fatalf("from cert-manager straight to eksa-metrics: exit %d\n%s", code, stderr)
+	}
+	s, err := secrets.Get(ctx, etcdSecret, metav1.GetOptions{})
+	if err != nil || s.Labels[templates.CertificateLabel] != "serving" || s.Annotations[templates.CertManagerCertificateAnnotation] != "" {
+		t.Errorf("apply's own etcd Secret: %v %v %v", err, s.Labels, s.Annotations)
+	}
+	// The bundle is now apply's CA alone.
+	bundle, err := cp.Client.CoreV1().ConfigMaps("monitoring").Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if code, stderr, _ := apply(t, 0, "-f", own, "--kubeconfig", kubeconfig); code != 0 {
-		t.Fatalf("apply with eksa-metrics after none: exit %d\n%s", code, stderr)
+	ownCA, err := secrets.Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	if err != nil || bundle.Data[templates.CABundleKey] != string(ownCA.Data[corev1.TLSCertKey]) {
+		t.Fatalf("the bundle after the move to eksa-metrics is not apply's CA (%v)", err)
 	}
-	if s, err := secrets.Get(ctx, etcdSecret, metav1.GetOptions{}); err != nil || s.Labels[templates.CertificateLabel] != "serving" {
-		t.Errorf("apply's own etcd Secret: %v %v", err, s.Labels)
+	pool = x509.NewCertPool()
+	pool.AppendCertsFromPEM(ownCA.Data[corev1.TLSCertKey])
+	if leaf, err := readLeaf(cp, templates.SystemNS, etcdSecret); err != nil {
+		t.Error(err)
+	} else if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: templates.ServingName(components.Etcd)}); err != nil {
+		t.Errorf("etcd's certificate after the move to eksa-metrics does not verify against the published bundle: %v", err)
 	}
+	if code, stderr, reqs := apply(t, 0, "-f", own, "--kubeconfig", kubeconfig); code != 0 || reqs.writes != 0 {
+		t.Fatalf("apply once more: exit %d, %d writes\n%s", code, reqs.writes, stderr)
+	}
+}
+
+func secretNames(l *corev1.SecretList) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range l.Items {
+		out = append(out, s.Namespace+"/"+s.Name)
+	}
+	return out
 }
 
 // issued is the leaf certificate cert-manager wrote into a Secret for

@@ -58,6 +58,7 @@ var transitionVariants = []variant{
 	{"Kubernetes 1.35", transitionBase, "1.35"},
 	{"TLS 1.3", transitionBase + "  tls: {minVersion: VersionTLS13}\n", ""},
 	{"certificates none", transitionBase + "  tls: {certificates: none}\n", ""},
+	{"certificates from cert-manager", transitionBase + "  tls: {certificates: cert-manager}\n", ""},
 	{"a second scraper", "  scrapers: [{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}, {kind: ServiceAccount, name: prometheus, namespace: telemetry}]\n", ""},
 	{"kube-prometheus-stack", transitionBase + "  scrapeConfig: {stack: kube-prometheus-stack, release: kps}\n", ""},
 	{"no ServiceMonitors", transitionBase + "  scrapeConfig: {serviceMonitors: false}\n", ""},
@@ -68,8 +69,10 @@ var transitionVariants = []variant{
 // EKS-A's KubeadmControlPlane, kubeadm's kube-proxy configuration, the
 // management components' Deployments of the docker provider, the
 // scrapers' ServiceAccounts; with the audit log of every write by the
-// admin, which apply runs as.
-func transitionCluster(t testing.TB) (cp *framework.ControlPlane, kubeconfig, audit string) {
+// admin, which apply runs as. With certManager, the real cert-manager
+// controller runs there too (as an identity of its own, so that its writes
+// are not apply's).
+func transitionCluster(t testing.TB, certManager bool) (cp *framework.ControlPlane, kubeconfig, audit string) {
 	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
@@ -104,6 +107,12 @@ rules:
 	}
 	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
 	cp.ServiceAccount(t, "telemetry", "prometheus")
+	cp.InstallCRDDir(t, "cert-manager")
+	if certManager {
+		cp.StartGarbageCollector(t)
+		framework.Start(t, "cert-manager", framework.Binary(t, "cert-manager-controller"),
+			[]string{"--kubeconfig", cp.Kubeconfig(t, "cert-manager", "system:cert-manager", "system:masters"), "--cluster-resource-namespace", templates.CertManagerNS})
+	}
 	return cp, cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"), audit
 }
 
@@ -185,12 +194,15 @@ func snapshot(t *testing.T, cp *framework.ControlPlane) map[string]string {
 				}
 			}
 			if ann, ok, _ := unstructured.NestedStringMap(obj, "spec", "template", "metadata", "annotations"); ok {
-				for k := range ann {
-					if strings.HasPrefix(k, templates.CertificateLabel+"-") {
-						ann[k] = "(serial)" // the serial of a certificate issued in this cluster
-					}
+				// The serial of the certificate HAProxy's pods last
+				// restarted for: a record of a restart (as kubectl's
+				// restartedAt), which a fresh apply has no need of.
+				maps.DeleteFunc(ann, func(k, _ string) bool { return strings.HasPrefix(k, templates.CertificateLabel+"-") })
+				if len(ann) == 0 {
+					unstructured.RemoveNestedField(obj, "spec", "template", "metadata", "annotations")
+				} else {
+					_ = unstructured.SetNestedStringMap(obj, ann, "spec", "template", "metadata", "annotations")
 				}
-				_ = unstructured.SetNestedStringMap(obj, ann, "spec", "template", "metadata", "annotations")
 			}
 			b, _ := json.Marshal(obj)
 			out[gvr.Resource+" "+it.GetNamespace()+"/"+it.GetName()] = string(b)
@@ -297,7 +309,7 @@ func predicted(t *testing.T, from, to string) (writes map[string]bool, rolls boo
 		}
 	}
 	sort.Strings(restarts)
-	return writes, rolls, restarts
+	return writes, rolls, slices.Compact(restarts)
 }
 
 // templates of the Deployments and DaemonSets, to see which restarted.
@@ -360,11 +372,20 @@ func TestTransitionsMatchAFreshApply(t *testing.T) {
 	}
 	nothing := variant{name: "no metrics section"}
 	base := variant{name: "base (proxy)", metrics: transitionBase}
+	variants := transitionVariants
+	if only := os.Getenv("EKSA_METRICS_TRANSITIONS"); only != "" {
+		// A developer's shortcut: the variants whose names contain one
+		// of the comma-separated words.
+		variants = slices.DeleteFunc(slices.Clone(variants), func(v variant) bool {
+			return !slices.ContainsFunc(strings.Split(only, ","), func(w string) bool { return strings.Contains(v.name, w) })
+		})
+		t.Logf("EKSA_METRICS_TRANSITIONS=%s: %d of %d variants", only, len(variants), len(transitionVariants))
+	}
 
 	// The fresh state of every spec, each on a cluster of its own.
 	fresh := map[string]map[string]string{}
-	for _, v := range append([]variant{base}, transitionVariants...) {
-		cp, kubeconfig, _ := transitionCluster(t)
+	for _, v := range append([]variant{base}, variants...) {
+		cp, kubeconfig, _ := transitionCluster(t, strings.Contains(v.metrics, "cert-manager"))
 		if code, stderr, _ := apply(t, 0, "-f", transitionSpec(t, v), "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
 			t.Fatalf("fresh %s: exit %d:\n%s", v.name, code, stderr)
 		}
@@ -373,10 +394,10 @@ func TestTransitionsMatchAFreshApply(t *testing.T) {
 		cp.Etcd.Stop()
 	}
 
-	cp, kubeconfig, audit := transitionCluster(t)
+	cp, kubeconfig, audit := transitionCluster(t, true)
 	fresh[nothing.name] = snapshot(t, cp)
 	chain := []variant{nothing, base}
-	for _, v := range transitionVariants {
+	for _, v := range variants {
 		chain = append(chain, v, base)
 	}
 	_, offset := auditWrites(t, audit, 0)
@@ -387,7 +408,7 @@ func TestTransitionsMatchAFreshApply(t *testing.T) {
 		writes, rolls, restarts := predicted(t, transitionSpec(t, from), transitionSpec(t, to))
 		gen, templatesBefore := kcpGeneration(t, cp), podTemplates(t, cp)
 		if code, stderr, _ := apply(t, 0, "-f", transitionSpec(t, to), "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
-			t.Fatalf("%s -> %s: exit %d:\n%s", from.name, to.name, code, stderr)
+			t.Fatalf("%s -> %s: exit %d:\n%s\n%s", from.name, to.name, code, stderr, certificateConditions(t, cp))
 		}
 		var performed map[string]bool
 		performed, offset = auditWrites(t, audit, offset)
@@ -472,7 +493,7 @@ func minus(a, b map[string]bool) []string {
 // cluster: from the base to each variant and back, as the test walks them.
 func BenchmarkTransitions(b *testing.B) {
 	base := variant{name: "base (proxy)", metrics: transitionBase}
-	_, kubeconfig, _ := transitionCluster(b)
+	_, kubeconfig, _ := transitionCluster(b, false)
 	specs := map[string]string{base.name: transitionSpec(b, base)}
 	for _, v := range transitionVariants {
 		specs[v.name] = transitionSpec(b, v)
@@ -491,4 +512,19 @@ func BenchmarkTransitions(b *testing.B) {
 		}
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N*len(transitionVariants)), "s/pair")
+}
+
+// certificateConditions are cert-manager's conditions on every Certificate,
+// for a failure's message.
+func certificateConditions(t *testing.T, cp *framework.ControlPlane) string {
+	list, err := cp.Dynamic.Resource(certificateGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, it := range list.Items {
+		conds, _, _ := unstructured.NestedSlice(it.Object, "status", "conditions")
+		fmt.Fprintf(&b, "Certificate %s/%s: %v\n", it.GetNamespace(), it.GetName(), conds)
+	}
+	return b.String()
 }
