@@ -35,6 +35,9 @@ type ApplyOptions struct {
 	ForceConflicts           bool
 	Wait                     bool
 	Timeout                  time.Duration
+	// Uninstall takes back everything eksa-metrics applied to the spec's
+	// Cluster (the spec may have no metrics section).
+	Uninstall bool
 	RenderFlags
 }
 
@@ -74,6 +77,7 @@ A change that rolls control-plane machines needs --allow-control-plane-rollout
 	fl.BoolVar(&o.ForceConflicts, "force-conflicts", false, "take over fields that other field managers own")
 	fl.BoolVar(&o.Wait, "wait", false, "wait for changed DaemonSets and a KubeadmControlPlane rollout")
 	fl.DurationVar(&o.Timeout, "timeout", 30*time.Minute, "how long --wait waits")
+	fl.BoolVar(&o.Uninstall, "uninstall", false, "take back everything eksa-metrics applied to the spec's cluster: objects, certificates, KubeadmControlPlane items, edits (the spec may have no metrics section)")
 	o.RenderFlags.bind(fl)
 	return cmd
 }
@@ -108,9 +112,12 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.Uninstall {
+		return o.runUninstall(ctx, opts)
+	}
 	r, err := loadAndRender(o.f, o.Filename, opts)
 	if err != nil {
-		return err
+		return noMetricsSection(o.Filename, err)
 	}
 	cl, err := engine.Connect(ctx, o.source(o.f), r.Config.ClusterName, r.Config.Management)
 	if err != nil {

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -209,15 +211,29 @@ func (o *GenerateOptions) warnApplyOnly(r *render.Result) {
 
 // loadFile opens and loads one cluster file (- is standard input).
 func loadFile(f *Factory, filename string) (*spec.File, error) {
+	raw, name, err := readInput(f, filename)
+	if err != nil {
+		return nil, err
+	}
+	return spec.Load(name, bytes.NewReader(raw))
+}
+
+// readInput reads a -f file (- for stdin), up to one byte past
+// spec.MaxFileSize (spec.Load refuses a larger one), and its name.
+func readInput(f *Factory, filename string) ([]byte, string, error) {
 	rc, name, err := f.openInput(filename)
 	if err != nil {
 		if isNotExist(err) {
-			return nil, &spec.InvalidError{Problems: []spec.Problem{{File: filename, Detail: "no such file; check the -f path"}}}
+			return nil, "", &spec.InvalidError{Problems: []spec.Problem{{File: filename, Detail: "no such file; check the -f path"}}}
 		}
-		return nil, fmt.Errorf("opening %q: %w", filename, err)
+		return nil, "", fmt.Errorf("opening %q: %w", filename, err)
 	}
 	defer rc.Close()
-	return spec.Load(name, rc)
+	raw, err := io.ReadAll(io.LimitReader(rc, spec.MaxFileSize+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %q: %w", filename, err)
+	}
+	return raw, name, nil
 }
 
 // renderFile loads and renders one cluster file.

@@ -442,3 +442,60 @@ func TestValidateAdoption(t *testing.T) {
 	}
 	t.Fatalf("no upgrade-diff result:\n%s", stdout)
 }
+
+// The metrics section removed: validate --from lists the uninstall (every
+// object deleted), every other check has nothing to check; apply without
+// --uninstall names that flag and sends nothing.
+func TestValidateAndApplyUninstall(t *testing.T) {
+	dir := t.TempDir()
+	old := writeSpec(t, dir, "base.yaml", specWith("c", okScrapers+"  exposure: proxy\n"))
+	removed := specWith("c", okScrapers)
+	removed = removed[:strings.Index(removed, "---\napiVersion: metrics")]
+	cur := writeSpec(t, dir, "new.yaml", removed)
+	code, stdout, stderr := run(t, "", "validate", "-f", cur, "--from", old, "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	var report struct {
+		Results []struct {
+			Name, Status, Message string
+			Changes               []struct{ Kind, Namespace, Name, Action string }
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, r := range report.Results {
+		switch {
+		case r.Name == "upgrade-diff":
+			seen = true
+			if !strings.Contains(r.Message, "apply --uninstall") {
+				t.Errorf("upgrade-diff: %s", r.Message)
+			}
+			deleted := 0
+			for _, ch := range r.Changes {
+				switch {
+				case ch.Action == "delete":
+					deleted++
+				case ch.Kind == "KubeadmControlPlane":
+				default:
+					t.Errorf("uninstall: %s %s %s/%s", ch.Action, ch.Kind, ch.Namespace, ch.Name)
+				}
+			}
+			if deleted < 10 {
+				t.Errorf("only %d objects deleted: %+v", deleted, r.Changes)
+			}
+		case r.Name == "spec-loads" && r.Status != "pass", r.Name != "spec-loads" && r.Status == "fail":
+			t.Errorf("%s: %s %s", r.Name, r.Status, r.Message)
+		}
+	}
+	if !seen {
+		t.Fatal("no upgrade-diff")
+	}
+
+	code, _, stderr = run(t, "", "apply", "-f", cur, "--kubeconfig", filepath.Join(dir, "none.kubeconfig"))
+	if code != ExitUsage || !strings.Contains(stderr, "eksa-metrics apply -f "+cur+" --uninstall") {
+		t.Errorf("apply of a spec without a metrics section: exit %d\n%s", code, stderr)
+	}
+}

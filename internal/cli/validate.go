@@ -141,6 +141,15 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
+	// A spec without a metrics section whose --from has one: the section
+	// is removed, which apply --uninstall performs.
+	var ie *spec.InvalidError
+	if errors.As(in.LoadErr, &ie) && ie.NoMetricsSection != "" && in.Old != nil && in.OldNothing == "" {
+		if r, err := renderNothing(o.f, files[0], opts); err == nil {
+			in.Result, in.LoadErr = r, nil
+			in.Nothing = "no metrics section: eksa-metrics apply --uninstall takes back everything of eksa-metrics"
+		}
+	}
 	if o.Kubeconfig != "" && in.Result != nil {
 		// An unreachable cluster does not hide the offline results: the online
 		// checks are reported as not run.

@@ -68,18 +68,37 @@ type WaitOptions struct {
 // Edited management Deployments and kube-proxy's configuration are given
 // back as their records say.
 func Release(ctx context.Context, cl *Clusters, r *render.Result, opts ApplyOptions) error {
+	steps, err := PlanRelease(ctx, cl, r)
+	if err != nil {
+		return err
+	}
+	return ReleaseSteps(ctx, cl, r, steps, opts)
+}
+
+// releaseRender is the render with nothing of eksa-metrics' for r's Cluster:
+// no object, and a KubeadmControlPlane with no item and no mark.
+func releaseRender(r *render.Result) *render.Result {
 	empty := &render.Result{Config: r.Config, Change: kubeadm.Change{ClusterName: r.Config.ClusterName, APIVersion: r.Change.APIVersion}}
 	// The KubeadmControlPlane with nothing of eksa-metrics': its apply
 	// gives back every item and mark eksa-metrics set there.
 	kcp := empty.Change.Object()
 	delete(kcp["metadata"].(map[string]any), "annotations")
 	empty.Objects = []render.Object{{Destination: render.Management, Object: kcp}}
-	steps, err := Plan(ctx, cl, empty)
-	if err != nil {
-		return err
-	}
+	return empty
+}
+
+// PlanRelease plans Release: every object of the Cluster's inventory
+// pruned, its KubeadmControlPlane items released, the edits given back.
+func PlanRelease(ctx context.Context, cl *Clusters, r *render.Result) ([]*cluster.Step, error) {
+	return Plan(ctx, cl, releaseRender(r))
+}
+
+// ReleaseSteps is Release with the steps of PlanRelease. A server dry run
+// deletes no certificate (nothing is persisted).
+func ReleaseSteps(ctx context.Context, cl *Clusters, r *render.Result, steps []*cluster.Step, opts ApplyOptions) error {
+	empty := releaseRender(r)
 	opts.Certificates = nil
-	err = Apply(ctx, cl, empty, steps, opts)
+	err := Apply(ctx, cl, empty, steps, opts)
 	var refused *RolloutRefusedError
 	if errors.As(err, &refused) {
 		var rest []*cluster.Step
@@ -94,6 +113,9 @@ func Release(ctx context.Context, cl *Clusters, r *render.Result, opts ApplyOpti
 		}
 	} else if err != nil {
 		return err
+	}
+	if opts.DryRun {
+		return nil
 	}
 	if err := cl.Workload.DeleteCertificates(ctx); err != nil {
 		return err

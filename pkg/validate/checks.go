@@ -337,10 +337,15 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	if in.OldNothing != "" {
 		from += " (no metrics section: " + in.OldNothing + ")"
 	}
-	if len(changes) == 0 && !upgrade {
-		return pass("nothing apply writes changes between %s and %s", from, in.Path)
+	to, applyFlags := in.Path, "apply"
+	if in.Nothing != "" {
+		to += " (" + in.Nothing + ")"
+		applyFlags = "apply --uninstall"
 	}
-	msg := fmt.Sprintf("%d change%s from %s to %s", len(changes), map[bool]string{true: "", false: "s"}[len(changes) == 1], from, in.Path)
+	if len(changes) == 0 && !upgrade {
+		return pass("nothing apply writes changes between %s and %s", from, to)
+	}
+	msg := fmt.Sprintf("%d change%s from %s to %s", len(changes), map[bool]string{true: "", false: "s"}[len(changes) == 1], from, to)
 	if len(rolls) > 0 {
 		msg += "; " + strings.Join(rolls, ", ") + " changes: every control-plane machine is replaced"
 	}
@@ -350,7 +355,7 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	r := Result{Status: Pass, Message: msg, Details: details, Changes: changes}
 	if len(rolls) > 0 {
 		r.Status = Warn
-		r.Remediation = "plan the control-plane rollout, then apply with --allow-control-plane-rollout"
+		r.Remediation = "plan the control-plane rollout, then " + applyFlags + " with --allow-control-plane-rollout"
 	}
 	return r
 }

@@ -52,6 +52,11 @@ type Input struct {
 	// OldNothing says why the --from spec renders nothing (it has no
 	// metrics section: the spec before eksa-metrics is adopted).
 	OldNothing string
+	// Nothing says why the -f spec renders nothing (it has no metrics
+	// section, and --from has one: the section is removed, which
+	// apply --uninstall performs). Only spec-loads and the upgrade checks
+	// run then.
+	Nothing string
 	// Clusters, for the online checks (nil offline).
 	Management *cluster.Cluster
 	Workload   *cluster.Cluster
@@ -94,6 +99,10 @@ func Run(ctx context.Context, in *Input, skip map[string]bool) []Result {
 				Remediation: "check --kubeconfig and --context, and that the API server is reachable from here"}
 		case c.Kind == "online" && in.Management == nil:
 			r = Result{Status: Skipped, Message: "offline: pass --kubeconfig to check the live clusters"}
+		case in.Nothing != "" && c.Name == "spec-loads":
+			r = pass("%s", in.Nothing)
+		case in.Nothing != "" && c.Kind != "upgrade":
+			r = Result{Status: Skipped, Message: "nothing to check: " + in.Nothing}
 		case c.Name != "spec-loads" && in.Result == nil && c.Kind != "upgrade":
 			r = Result{Status: Skipped, Message: "the spec does not load (see spec-loads)"}
 		default:

@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
-	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
@@ -400,6 +398,8 @@ func TestTransitionsMatchAFreshApply(t *testing.T) {
 	for _, v := range variants {
 		chain = append(chain, v, base)
 	}
+	// Uninstall: the metrics section removed, applied with --uninstall.
+	chain = append(chain, nothing)
 	_, offset := auditWrites(t, audit, 0)
 	var rows []transitionRow
 	for i := 1; i < len(chain); i++ {
@@ -407,7 +407,11 @@ func TestTransitionsMatchAFreshApply(t *testing.T) {
 		row := transitionRow{from: from.name, to: to.name}
 		writes, rolls, restarts := predicted(t, transitionSpec(t, from), transitionSpec(t, to))
 		gen, templatesBefore := kcpGeneration(t, cp), podTemplates(t, cp)
-		if code, stderr, _ := apply(t, 0, "-f", transitionSpec(t, to), "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
+		args := []string{"-f", transitionSpec(t, to), "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"}
+		if to.metrics == "" {
+			args = append(args, "--uninstall")
+		}
+		if code, stderr, _ := apply(t, 0, args...); code != 0 {
 			t.Fatalf("%s -> %s: exit %d:\n%s\n%s", from.name, to.name, code, stderr, certificateConditions(t, cp))
 		}
 		var performed map[string]bool
@@ -452,21 +456,6 @@ func TestTransitionsMatchAFreshApply(t *testing.T) {
 			t.Errorf("%s -> %s: plain HTTP beyond loopback without allowInsecure: %v", from.name, to.name, open)
 		}
 		rows = append(rows, row)
-	}
-
-	// Uninstall: what the controller does when the MetricsConfig goes
-	// (engine.Release), from the base: nothing of eksa-metrics' is left,
-	// every edit is given back.
-	r := renderPath(t, transitionSpec(t, base))
-	cl, err := engine.Connect(context.Background(), engine.ClusterSource{Kubeconfig: kubeconfig}, r.Config.ClusterName, r.Config.Management)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := engine.Release(context.Background(), cl, r, engine.ApplyOptions{AllowRollout: func([]*cluster.Step) (bool, error) { return true, nil }}); err != nil {
-		t.Fatal(err)
-	}
-	if d := stateDiff(snapshot(t, cp), fresh[nothing.name]); len(d) > 0 {
-		t.Errorf("uninstall: the clusters differ from ones eksa-metrics never touched in %d places:\n  %s", len(d), strings.Join(d, "\n  "))
 	}
 
 	t.Log("| from | to | state equal | writes predicted / performed | rollout predicted / performed | restarts predicted / performed |")
