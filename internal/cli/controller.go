@@ -177,6 +177,7 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 		return err
 	}
 	cfg.Wrap(o.WrapTransport)
+	cfg.Wrap(cluster.RefuseRedirects)
 	ctrl.SetLogger(zap.New(zap.WriteTo(f.IOStreams.ErrOut)))
 	// The cache holds only what the controller watches: Secrets of
 	// eksa-system (the workload kubeconfigs), Deployments of the

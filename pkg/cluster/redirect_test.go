@@ -1,0 +1,64 @@
+package cluster
+
+import (
+	"context"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// An API server that redirects (a hostile workload API server, or a
+// kubeconfig Secret whose server someone changed) gets neither the token
+// nor a request body sent on: the read and the write both fail with a
+// RedirectError, the address redirected to receives nothing, and the error
+// holds nothing of the reply.
+func TestClientsRefuseRedirects(t *testing.T) {
+	var stolen atomic.Int32
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stolen.Add(1)
+		t.Errorf("the client followed a redirect: %s %s (Authorization %q)", r.Method, r.URL, r.Header.Get("Authorization"))
+	}))
+	defer sink.Close()
+	redirectVersion := atomic.Bool{}
+	hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/version" && !redirectVersion.Load() {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"major":"1","minor":"36","gitVersion":"v1.36.3"}`))
+			return
+		}
+		http.Redirect(w, r, sink.URL+"/steal"+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer hostile.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostile.Certificate().Raw})
+	cfg := &rest.Config{Host: hostile.URL, BearerToken: "clearly-fake-token", TLSClientConfig: rest.TLSClientConfig{CAData: ca}}
+
+	c, err := FromRESTConfig(context.Background(), "workload", "test", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "kube-system"}, StringData: map[string]string{"tls.key": "clearly-fake"}}
+	_, err = c.Core.CoreV1().Secrets("kube-system").Create(context.Background(), secret, metav1.CreateOptions{})
+	var re *RedirectError
+	if !errors.As(err, &re) || re.Status != http.StatusTemporaryRedirect || re.Method != http.MethodPost {
+		t.Fatalf("a write answered with 307: %v", err)
+	}
+	if strings.Contains(err.Error(), sink.URL) || strings.Contains(err.Error(), "steal") {
+		t.Errorf("the error repeats the reply: %v", err)
+	}
+
+	redirectVersion.Store(true)
+	if _, err := FromRESTConfig(context.Background(), "workload", "test", cfg); !errors.As(err, &re) {
+		t.Fatalf("connecting to a server whose /version redirects: %v", err)
+	}
+	if n := stolen.Load(); n != 0 {
+		t.Fatalf("%d requests reached the address redirected to", n)
+	}
+}
