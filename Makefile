@@ -34,7 +34,7 @@ testbed: ## Build (or take from the cache) etcd, Kubernetes 1.34 and 1.36, kube-
 
 .PHONY: integration
 integration: testbed ## Tests against a real kube-apiserver and etcd with the real CRDs
-	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 20m ./test/integration/...
+	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 35m ./test/integration/...
 
 .PHONY: e2e
 e2e: testbed ## Start the real components with what generate renders and scrape them

@@ -138,6 +138,8 @@ func (c *Cluster) PlanObject(ctx context.Context, obj map[string]any) (*Step, er
 		s.Action = Create
 	case err != nil:
 		return nil, fmt.Errorf("reading %s from the %s: %w", s.Name(), c, err)
+	case !bare && u.GetKind() != "KubeadmControlPlane" && !createdBy(live, u.GetLabels()[templates.ClusterLabel]):
+		return nil, &ForeignObjectError{Object: s.Name(), Cluster: c.String(), Owner: u.GetLabels()[templates.ClusterLabel]}
 	default:
 		s.Diff = slices.DeleteFunc(diff("", normalize(live.Object), normalize(obj)), func(d string) bool {
 			return strings.HasPrefix(d, "metadata.annotations."+templates.AppliedAnnotation+":")
@@ -241,6 +243,26 @@ func (c *Cluster) changesSpec(ctx context.Context, ri dynamic.ResourceInterface,
 		return false, fmt.Errorf("planning %s/%s (a server dry run of the apply, to know whether the control plane rolls): %w", live.GetNamespace(), live.GetName(), err)
 	}
 	return !reflect.DeepEqual(normalize(out.Object["spec"]), normalize(live.Object["spec"])), nil
+}
+
+// createdBy: eksa-metrics created the live object for that cluster (the
+// cluster label of the rendered object; "" when it has none): its labels,
+// and its field manager's server-side apply. Labels alone can be copied; a
+// field manager alone is what a take-over would leave.
+func createdBy(live metav1.Object, clusterName string) bool {
+	l := live.GetLabels()
+	return l[templates.ManagedByLabel] == templates.Prefix && l[templates.ClusterLabel] == clusterName && ownsByApply(live)
+}
+
+// ForeignObjectError: an object eksa-metrics renders exists, and
+// eksa-metrics did not create it. It is never taken over (a forced apply
+// would make it eksa-metrics', and a later prune would delete it), so the
+// plan fails before anything is written.
+type ForeignObjectError struct{ Object, Cluster, Owner string }
+
+func (e *ForeignObjectError) Error() string {
+	return fmt.Sprintf("%s exists in the %s and eksa-metrics did not create it (it lacks the labels %s=%s and %s=%s, or field manager %s never applied it): eksa-metrics never takes over an object it did not create, with or without --force-conflicts, and nothing was written. If it belongs to someone else, give eksa-metrics' object another name where the metrics section sets it (scrapeConfig.release names a Package); if it is a leftover of a manual setup that nothing uses any more, remove it yourself and apply again",
+		e.Object, e.Cluster, templates.ManagedByLabel, templates.Prefix, templates.ClusterLabel, e.Owner, FieldManager)
 }
 
 // ownsByApply reports whether eksa-metrics holds an Apply entry in the

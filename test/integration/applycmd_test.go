@@ -261,7 +261,11 @@ func TestApplyKubeProxyEditAndFaults(t *testing.T) {
 	}
 }
 
-// Fields another manager owns are reported with its name and not forced.
+// An object of a rendered name that eksa-metrics did not create is never
+// taken over, with or without --force-conflicts (a later prune would
+// delete it): nothing is written. Fields of eksa-metrics' own object that
+// another manager took since are reported with its name and not forced,
+// unless --force-conflicts says so.
 func TestApplyReportsConflicts(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
@@ -273,6 +277,26 @@ func TestApplyReportsConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := writeSpecVersion(t, "docker", "  scrapers: [{kind: Group, name: g}]\n", "1.36", "v0.26.1")
+	for _, force := range []bool{false, true} {
+		args := []string{"-f", p, "--kubeconfig", kubeconfig}
+		if force {
+			args = append(args, "--force-conflicts")
+		}
+		code, stderr, reqs := apply(t, 0, args...)
+		if code == 0 || reqs.writes != 0 || !strings.Contains(stderr, "ClusterRole eksa-metrics-reader") || !strings.Contains(stderr, "never takes over an object it did not create") {
+			t.Fatalf("a foreign ClusterRole of eksa-metrics' name (--force-conflicts %t): exit %d, %d writes:\n%s", force, code, reqs.writes, stderr)
+		}
+	}
+	if err := cp.Client.RbacV1().ClusterRoles().Delete(ctx, "eksa-metrics-reader", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	// platform-team takes a field of eksa-metrics' ClusterRole.
+	if err := cp.Apply(ctx, "platform-team", true, theirs); err != nil {
+		t.Fatal(err)
+	}
 	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig)
 	if code != cli.ExitRuntime || !strings.Contains(stderr, `"platform-team"`) || !strings.Contains(stderr, "--force-conflicts") {
 		t.Fatalf("want a conflict naming platform-team: exit %d:\n%s", code, stderr)
