@@ -32,10 +32,15 @@ func TestUntilRenewal(t *testing.T) {
 }
 
 // A long message (every failing check with its details) is cut to a size
-// the API server accepts, at a character boundary.
+// the API server accepts, at a character boundary; control characters are
+// escaped.
 func TestTruncate(t *testing.T) {
 	if got := truncate("short"); got != "short" {
 		t.Errorf("short message changed: %q", got)
+	}
+	// A workload API server's text with terminal escape sequences: escaped.
+	if got := truncate("denied \x1b]0;owned\x07\x1b[2J"); strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("control characters reach the status: %q", got)
 	}
 	long := strings.Repeat("é", 40000)
 	got := truncate(long)

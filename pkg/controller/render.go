@@ -96,7 +96,10 @@ func convert(from map[string]any, to any) error {
 // of the MetricsConfig.
 const maxMessage = 4096
 
-func truncate(s string) string { return truncateTo(s, maxMessage) }
+// truncate is a status message: escaped (a workload API server's text
+// may hold terminal escape sequences, and the status is read on terminals)
+// and cut to maxMessage bytes.
+func truncate(s string) string { return truncateTo(safetext.Escape(s), maxMessage) }
 
 // truncateTo cuts s to at most limit bytes, at a character boundary.
 func truncateTo(s string, limit int) string {
