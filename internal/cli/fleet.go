@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ func expandInputs(names []string) ([]string, error) {
 			if d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
 				return nil
 			}
-			b, err := os.ReadFile(p)
+			b, err := readSpecCandidate(p)
 			if err != nil {
 				return err
 			}
@@ -68,6 +69,27 @@ func expandInputs(names []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// readSpecCandidate reads a *.yaml file of a -f directory, to see whether
+// it holds a Cluster: a regular file (a symlink is followed to one), at most
+// one byte past spec.MaxFileSize (spec.Load reports a larger one, naming
+// it). A device, a pipe or a socket under that name is an error: reading it
+// could be endless (a link to /dev/zero) or block.
+func readSpecCandidate(p string) ([]byte, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): a cluster spec is one", p, st.Mode().Type())
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, spec.MaxFileSize+1))
 }
 
 // fleetError sums up a fleet run with failures.

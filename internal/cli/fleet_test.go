@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // fleetSpec is a generated Docker cluster spec (the kind a fleet repository
@@ -132,3 +135,27 @@ func benchmarkValidateFleet(b *testing.B, n int) {
 func BenchmarkValidateFleet100(b *testing.B)  { benchmarkValidateFleet(b, 100) }
 func BenchmarkValidateFleet500(b *testing.B)  { benchmarkValidateFleet(b, 500) }
 func BenchmarkValidateFleet1000(b *testing.B) { benchmarkValidateFleet(b, 1000) }
+
+// A -f directory's *.yaml that links to a device is refused, not read
+// endlessly; a large regular file is read only up to the size limit, and
+// spec-loads names it.
+func TestFleetInputsAreRegularFilesReadWithALimit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero.yaml")); err != nil {
+		t.Skip(err)
+	}
+	if _, err := expandInputs([]string{dir}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("a link to /dev/zero: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "zero.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	big := append([]byte("apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\n"), bytes.Repeat([]byte("# padding\n"), spec.MaxFileSize/10+10)...)
+	if err := os.WriteFile(filepath.Join(dir, "big.yaml"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := expandInputs([]string{dir})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("a large spec: %v %v", got, err)
+	}
+}
