@@ -135,6 +135,16 @@ func (p Policy) admit(mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstr
 			if sc.Kind != metricsv1alpha1.ScraperServiceAccount {
 				tenant(s.Child("scrapers").Index(i).Child("kind"), "a scraper that is a "+string(sc.Kind)+" rather than a ServiceAccount is what")
 			}
+			// The controller writes a token Secret (a token that never
+			// expires) for a ServiceAccount scraper, with the workload
+			// cluster's admin kubeconfig: in a system namespace that is a
+			// token of a controller's or an operator's identity.
+			if sc.Kind == metricsv1alpha1.ScraperServiceAccount && SystemNamespace(sc.Namespace) {
+				tenant(s.Child("scrapers").Index(i).Child("namespace"), "a scraper ServiceAccount in system namespace "+sc.Namespace+" (the controller would mint a never-expiring token of that identity) is what")
+			}
+		}
+		if ns := mc.Spec.ScrapeConfig.Namespace; SystemNamespace(ns) {
+			tenant(s.Child("scrapeConfig", "namespace"), "scrape configuration and a scraper token in system namespace "+ns+" are what")
 		}
 	}
 	if len(errs) == 0 {
@@ -144,6 +154,16 @@ func (p Policy) admit(mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstr
 }
 
 func on(b *bool) bool { return b != nil && *b }
+
+// systemPrefixes are the namespaces of Kubernetes, EKS Anywhere, Cluster API
+// and its providers, etcdadm and cert-manager (docs/controller.md).
+var systemPrefixes = []string{"kube-", "eksa-", "capi-", "capd-", "capv-", "capx-", "capt-", "capc-", "capas-", "etcdadm-", "cert-manager", "tinkerbell-", "flux-system"}
+
+// SystemNamespace: ns is a namespace of the platform's own controllers,
+// whose ServiceAccounts a tenant's MetricsConfig may not name.
+func SystemNamespace(ns string) bool {
+	return slices.ContainsFunc(systemPrefixes, func(p string) bool { return strings.HasPrefix(ns, p) })
+}
 
 // selfManaged: the Cluster says it is a management cluster (no
 // managementCluster, or itself).

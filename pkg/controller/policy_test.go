@@ -51,6 +51,13 @@ func TestAdmit(t *testing.T) {
 		{"a tenant's Group scraper", mc("team-a", func(s *metricsv1alpha1.MetricsConfigSpec) {
 			s.Scrapers = []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperGroup, Name: "system:masters"}}
 		}), eksaCluster("team-a", "prod", "mgmt"), "spec.scrapers[0].kind"},
+		{"a tenant's scraper in kube-system (a never-expiring token of an escalating controller)", mc("team-a", func(s *metricsv1alpha1.MetricsConfigSpec) {
+			s.Scrapers = []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "clusterrole-aggregation-controller", Namespace: "kube-system"}}
+		}), eksaCluster("team-a", "prod", "mgmt"), "spec.scrapers[0].namespace"},
+		{"a tenant's scraper in eksa-system", mc("team-a", func(s *metricsv1alpha1.MetricsConfigSpec) {
+			s.Scrapers = []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "default", Namespace: "eksa-system"}}
+		}), eksaCluster("team-a", "prod", "mgmt"), "spec.scrapers[0].namespace"},
+		{"a tenant's scrape configuration in kube-system", mc("team-a", func(s *metricsv1alpha1.MetricsConfigSpec) { s.ScrapeConfig.Namespace = "kube-system" }), eksaCluster("team-a", "prod", "mgmt"), "spec.scrapeConfig.namespace"},
 		{"a privileged namespace's bindAddress", mc("platform", func(s *metricsv1alpha1.MetricsConfigSpec) { s.Exposure = metricsv1alpha1.ExposureBindAddress }), eksaCluster("platform", "prod", "mgmt"), ""},
 	} {
 		err := p.admit(tc.mc, tc.cluster)
