@@ -336,6 +336,7 @@ func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) 
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(RefuseRedirects)
+	cfg.Wrap(LimitReplies)
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 50, 100
 	}

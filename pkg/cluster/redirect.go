@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
@@ -41,4 +42,65 @@ type RedirectError struct {
 func (e *RedirectError) Error() string {
 	return fmt.Sprintf("the API server at %s answered a %s with a redirect (HTTP %d), which a kube-apiserver never sends its API clients: refused, and nothing was sent on; check the server of the kubeconfig (for a workload cluster, the Secret eksa-system/<cluster>-kubeconfig)",
 		safetext.Escape(e.Server), e.Method, e.Status)
+}
+
+// MaxReply is the largest reply eksa-metrics reads from an API server for
+// one request other than a watch: a page of the lists it makes (500
+// objects, label-selected) is a few MiB. A reply past it is refused while it
+// is read, before it is held whole.
+const MaxReply = 64 << 20
+
+// LimitReplies wraps a transport to an API server so that a reply longer
+// than MaxReply is an error: one API server (a hostile or broken workload
+// cluster) could otherwise have the controller allocate what it sends, and
+// stop every other Cluster's reconcile with the process. Watches, whose
+// bodies are long-lived streams, are left to client-go's frame limits.
+func LimitReplies(next http.RoundTripper) http.RoundTripper { return limitReplies{next} }
+
+type limitReplies struct{ next http.RoundTripper }
+
+func (l limitReplies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err != nil || req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1" {
+		return resp, err
+	}
+	tooLarge := &ReplyTooLargeError{Server: req.URL.Scheme + "://" + req.URL.Host, Method: req.Method}
+	if resp.ContentLength > MaxReply {
+		resp.Body.Close()
+		return nil, tooLarge
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: MaxReply, err: tooLarge}
+	return resp, nil
+}
+
+func (l limitReplies) WrappedRoundTripper() http.RoundTripper { return l.next }
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+	err  error
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a reply of exactly MaxReply from a longer one.
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, b.err
+		}
+		return b.ReadCloser.Read(p)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// ReplyTooLargeError is a reply longer than MaxReply, refused.
+type ReplyTooLargeError struct{ Server, Method string }
+
+func (e *ReplyTooLargeError) Error() string {
+	return fmt.Sprintf("the API server at %s answered a %s with more than %d MiB, more than any reply eksa-metrics needs: refused", safetext.Escape(e.Server), e.Method, MaxReply>>20)
 }

@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,5 +63,52 @@ func TestClientsRefuseRedirects(t *testing.T) {
 	}
 	if n := stolen.Load(); n != 0 {
 		t.Fatalf("%d requests reached the address redirected to", n)
+	}
+}
+
+// An API server that answers with a huge reply (streamed, or announced by
+// its Content-Length) gets a ReplyTooLargeError, and the client never holds
+// the reply whole.
+func TestClientsRefuseHugeReplies(t *testing.T) {
+	const huge = 192 << 20
+	hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/version":
+			_, _ = w.Write([]byte(`{"major":"1","minor":"36","gitVersion":"v1.36.3"}`))
+		case "/api/v1/namespaces/announced/secrets":
+			w.Header().Set("Content-Length", fmt.Sprint(huge))
+			w.WriteHeader(http.StatusOK)
+		default: // streamed, no length
+			_, _ = w.Write([]byte(`{"kind":"SecretList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"`))
+			chunk := bytes.Repeat([]byte("a"), 1<<20)
+			for i := 0; i < huge>>20; i++ {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			_, _ = w.Write([]byte(`"}}]}`))
+		}
+	}))
+	defer hostile.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostile.Certificate().Raw})
+	c, err := FromRESTConfig(context.Background(), "workload", "test", &rest.Config{Host: hostile.URL, BearerToken: "clearly-fake-token",
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, ns := range []string{"streamed", "announced"} {
+		_, err := c.Core.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{})
+		var tooLarge *ReplyTooLargeError
+		if !errors.As(err, &tooLarge) {
+			t.Errorf("a %d MiB reply (%s): %v", huge>>20, ns, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 3*MaxReply+(32<<20) {
+		t.Errorf("reading the huge replies allocated %d MiB", got>>20)
 	}
 }
