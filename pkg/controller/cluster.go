@@ -39,7 +39,15 @@ type clusterWork struct {
 }
 
 // reconcileCluster is the unit of work: one Cluster, whatever the event.
+// ReconcileTimeout bounds one Cluster's reconcile: longer than a pass with
+// cert-manager's issuance (engine.DefaultIssueTimeout) takes.
+const ReconcileTimeout = 4 * time.Minute
+
 func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	// A deadline: a workload API server that answers each request just
+	// before the client's timeout must not hold a worker for long.
+	ctx, cancel := context.WithTimeout(ctx, ReconcileTimeout)
+	defer cancel()
 	w, err := r.fetch(ctx, req.NamespacedName)
 	if err != nil {
 		return reconcile.Result{}, err
