@@ -59,6 +59,10 @@ var transitionVariants = []variant{
 	{"certificates from cert-manager", transitionBase + "  tls: {certificates: cert-manager}\n", ""},
 	{"a second scraper", "  scrapers: [{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}, {kind: ServiceAccount, name: prometheus, namespace: telemetry}]\n", ""},
 	{"kube-prometheus-stack", transitionBase + "  scrapeConfig: {stack: kube-prometheus-stack, release: kps}\n", ""},
+	{"adot stack", "  scrapers: [{kind: ServiceAccount, name: prometheus-k8s, namespace: monitoring}, {kind: ServiceAccount, name: adot-collector, namespace: observability}]\n  scrapeConfig: {stack: adot}\n", ""},
+	{"plain prometheus stack", transitionBase + "  scrapeConfig: {stack: prometheus}\n", ""},
+	{"Kubernetes 1.34", transitionBase, "1.34"},
+	{"Kubernetes 1.34 with z-pages", transitionBase + "  zPages: {statusz: true, flagz: true}\n", "1.34"},
 	{"no ServiceMonitors", transitionBase + "  scrapeConfig: {serviceMonitors: false}\n", ""},
 	{"management component excluded", transitionBase + "  managementComponents: {exclude: [capi-system/capi-controller-manager, eksa-packages/eks-anywhere-packages]}\n", ""},
 }
@@ -105,6 +109,7 @@ rules:
 	}
 	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
 	cp.ServiceAccount(t, "telemetry", "prometheus")
+	cp.ServiceAccount(t, "observability", "adot-collector")
 	cp.InstallCRDDir(t, "cert-manager")
 	if certManager {
 		cp.StartGarbageCollector(t)
