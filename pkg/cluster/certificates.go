@@ -187,7 +187,7 @@ func (c *Cluster) planStale(ctx context.Context, cfg *spec.Config, served []temp
 	keep := templates.CertificateObjects(cfg, served)
 	// cert-manager's Secrets follow the Certificates, which are rendered
 	// for every serving certificate, installed controller or not.
-	keepIssued := map[string]bool{}
+	var keepIssued map[string]bool
 	if cfg.CertManager {
 		keepIssued = templates.CertificateObjects(cfg, templates.ServingSecrets(cfg))
 	}
@@ -208,7 +208,7 @@ func (c *Cluster) planStale(ctx context.Context, cfg *spec.Config, served []temp
 			why := "apply wrote it for the serving certificates, and the spec no longer needs it"
 			switch {
 			case ours(it, ""):
-			case kind == "Secret" && issuedForUs(secretMeta(it)) && !keepIssued[name]:
+			case kind == "Secret" && issuedForUs(it) && !keepIssued[name]:
 				why = "cert-manager issued it from eksa-metrics' Certificate of that name (pruned by this apply), and the spec no longer needs it"
 			default:
 				continue
@@ -416,8 +416,8 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 // issuedFor: cert-manager issued the Secret for the Certificate of that
 // name, from the issuer of that kind and name (its annotations; an Issuer is
 // the one in the Secret's namespace).
-func issuedFor(s *corev1.Secret, certificate, kind, issuer string) bool {
-	a := s.Annotations
+func issuedFor(s metav1.Object, certificate, kind, issuer string) bool {
+	a := s.GetAnnotations()
 	return a[templates.CertManagerCertificateAnnotation] == certificate && a["cert-manager.io/issuer-name"] == issuer && a["cert-manager.io/issuer-kind"] == kind
 }
 
@@ -426,27 +426,17 @@ func issuedFor(s *corev1.Secret, certificate, kind, issuer string) bool {
 // secretTemplate sets, and cert-manager's annotations naming that
 // Certificate and one of eksa-metrics' issuers). Only such a Secret, and
 // those apply wrote, does apply ever replace or delete.
-func issuedForUs(s *corev1.Secret) bool {
-	l := s.Labels
+func issuedForUs(s metav1.Object) bool {
+	l := s.GetLabels()
 	return l[templates.ManagedByLabel] == templates.Prefix && l[templates.CertificateLabel] == "cert-manager" &&
-		(issuedByCertManager(s, s.Name) || issuedFor(s, s.Name, "Issuer", templates.SelfSignedIssuer))
-}
-
-// secretMeta is the metadata of a listed Secret, as a Secret.
-func secretMeta(u interface {
-	GetName() string
-	GetNamespace() string
-	GetLabels() map[string]string
-	GetAnnotations() map[string]string
-}) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), Labels: u.GetLabels(), Annotations: u.GetAnnotations()}}
+		(issuedByCertManager(s, s.GetName()) || issuedFor(s, s.GetName(), "Issuer", templates.SelfSignedIssuer))
 }
 
 // issuedByCertManager: cert-manager issued the serving certificate's Secret
 // for eksa-metrics' Certificate, from its CA Issuer, or from the CA
 // ClusterIssuer of before (which a cluster may still hold until it is
 // issued again).
-func issuedByCertManager(s *corev1.Secret, certificate string) bool {
+func issuedByCertManager(s metav1.Object, certificate string) bool {
 	return issuedFor(s, certificate, "Issuer", templates.CAIssuer) || issuedFor(s, certificate, "ClusterIssuer", templates.CAIssuer)
 }
 
@@ -599,7 +589,7 @@ func (c *Cluster) DeleteCertificates(ctx context.Context) error {
 		return fmt.Errorf("listing the serving certificates in the %s: %w", c, err)
 	}
 	for _, s := range secrets {
-		if !ours(&s, "") && !issuedForUs(secretMeta(&s)) {
+		if !ours(&s, "") && !issuedForUs(&s) {
 			continue
 		}
 		uid := s.GetUID()
