@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 )
 
@@ -29,11 +30,11 @@ const FieldManager = "eksa-metrics"
 // Apply server-side-applies objects (as rendered: plain maps) with a field
 // manager, creating namespaces as needed. It returns the first error.
 func (cp *ControlPlane) Apply(ctx context.Context, manager string, force bool, objs ...map[string]any) error {
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Admin)))
+	mapper := cp.Mapper()
 	for _, o := range objs {
 		u := &unstructured.Unstructured{Object: o}
 		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		res, err := cp.Resource(mapper, gvk, u.GetNamespace())
 		if err != nil {
 			return err
 		}
@@ -44,18 +45,30 @@ func (cp *ControlPlane) Apply(ctx context.Context, manager string, force bool, o
 		if err != nil {
 			return err
 		}
-		var ri = cp.Dynamic.Resource(m.Resource)
-		var res interface {
-			Patch(context.Context, string, types.PatchType, []byte, metav1.PatchOptions, ...string) (*unstructured.Unstructured, error)
-		} = ri
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			res = ri.Namespace(u.GetNamespace())
-		}
 		if _, err := res.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: manager, Force: &force}); err != nil {
 			return &ApplyError{Object: gvk.Kind + " " + u.GetNamespace() + "/" + u.GetName(), Err: err}
 		}
 	}
 	return nil
+}
+
+// Mapper maps kinds to resources by the API server's discovery.
+func (cp *ControlPlane) Mapper() meta.RESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(cp.Admin)))
+}
+
+// Resource is the dynamic client of a kind, in namespace when the kind is
+// namespaced.
+func (cp *ControlPlane) Resource(mapper meta.RESTMapper, gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	ri := cp.Dynamic.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return ri.Namespace(namespace), nil
+	}
+	return ri, nil
 }
 
 // ApplyError names the object an apply failed for.

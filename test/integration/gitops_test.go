@@ -9,13 +9,9 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -140,22 +136,14 @@ func (f *fluxSync) sync(specPath string) (pruned []string) {
 			t.Fatalf("sync %s/: %v", part, err)
 		}
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClientForConfigOrDie(f.cp.Admin)))
+	mapper := f.cp.Mapper()
 	for key, e := range f.inventory {
 		if _, ok := next[key]; ok {
 			continue
 		}
-		m, err := mapper.RESTMapping(e.gvk.GroupKind(), e.gvk.Version)
+		res, err := f.cp.Resource(mapper, e.gvk, e.namespace)
 		if err != nil {
 			t.Fatal(err)
-		}
-		ri := f.cp.Dynamic.Resource(m.Resource)
-		var res interface {
-			Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
-			Delete(context.Context, string, metav1.DeleteOptions, ...string) error
-		} = ri
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			res = ri.Namespace(e.namespace)
 		}
 		live, err := res.Get(ctx, e.name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
