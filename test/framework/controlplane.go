@@ -52,6 +52,8 @@ type ControlPlane struct {
 	Dynamic   dynamic.Interface
 	Etcd      *Process
 	APIServer *Process
+
+	conversionURL, conversionCA string // the KubeadmControlPlane conversion webhook, once started
 }
 
 // StartControlPlane starts etcd and kube-apiserver (RBAC, ServiceAccount

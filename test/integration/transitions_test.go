@@ -76,24 +76,7 @@ var transitionVariants = []variant{
 // are not apply's).
 func transitionCluster(t testing.TB, certManager bool) (cp *framework.ControlPlane, kubeconfig, audit string) {
 	t.Helper()
-	dir := t.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	audit = filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-  users: ["kubernetes-admin"]
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-- level: None
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cp = framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion, APIServerArgs: kubeadm.Args{
-		{Name: "audit-policy-file", Value: policy}, {Name: "audit-log-path", Value: audit}, {Name: "audit-log-format", Value: "json"},
-		{Name: "audit-log-mode", Value: "blocking"},
-	}})
+	cp, audit = auditedControlPlane(t)
 	ctx := context.Background()
 	cp.InstallCRDs(t, "v1beta2")
 	if err := cp.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", "v1beta2")); err != nil {
@@ -117,6 +100,31 @@ rules:
 			[]string{"--kubeconfig", cp.Kubeconfig(t, "cert-manager", "system:cert-manager", "system:masters"), "--cluster-resource-namespace", templates.CertManagerNS})
 	}
 	return cp, cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"), audit
+}
+
+// auditedControlPlane is a control plane whose API server logs every write
+// of the admin (whom apply runs as) to audit.
+func auditedControlPlane(t testing.TB) (cp *framework.ControlPlane, audit string) {
+	t.Helper()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	audit = filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: ["kubernetes-admin"]
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cp = framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion, APIServerArgs: kubeadm.Args{
+		{Name: "audit-policy-file", Value: policy}, {Name: "audit-log-path", Value: audit}, {Name: "audit-log-format", Value: "json"},
+		{Name: "audit-log-mode", Value: "blocking"},
+	}})
+	return cp, audit
 }
 
 // transitionSpec writes a variant's spec ("" metrics: the Cluster alone,
@@ -207,11 +215,35 @@ func snapshot(t *testing.T, cp *framework.ControlPlane) map[string]string {
 					_ = unstructured.SetNestedStringMap(obj, ann, "spec", "template", "metadata", "annotations")
 				}
 			}
+			if gvr.Resource == "kubeadmcontrolplanes" {
+				sortExtraArgs(obj)
+			}
 			b, _ := json.Marshal(obj)
 			out[gvr.Resource+" "+it.GetNamespace()+"/"+it.GetName()] = string(b)
 		}
 	}
 	return out
+}
+
+// sortExtraArgs orders a v1beta2 KubeadmControlPlane's extraArgs by name:
+// the list is a listType=map with unique names (the CRD's rule), a set to
+// server-side apply and to kubeadm, which writes one flag per item. Its
+// order is history, not state: the v1beta1 to v1beta2 conversion sorts a
+// map's keys, and an item applied later comes later.
+func sortExtraArgs(obj map[string]any) {
+	for _, comp := range kubeadm.Components() {
+		path := append([]string{"spec", "kubeadmConfigSpec", "clusterConfiguration"}, comp.Path()...)
+		args, ok, _ := unstructured.NestedSlice(obj, path...)
+		if !ok {
+			continue
+		}
+		slices.SortFunc(args, func(a, b any) int {
+			na, _ := a.(map[string]any)["name"].(string)
+			nb, _ := b.(map[string]any)["name"].(string)
+			return strings.Compare(na, nb)
+		})
+		_ = unstructured.SetNestedSlice(obj, args, path...)
+	}
 }
 
 // stateDiff lists the keys where two snapshots differ.
@@ -523,4 +555,106 @@ func certificateConditions(t *testing.T, cp *framework.ControlPlane) string {
 		fmt.Fprintf(&b, "Certificate %s/%s: %v\n", it.GetNamespace(), it.GetName(), conds)
 	}
 	return b.String()
+}
+
+// The EKS Anywhere v0.24 -> v0.25 row: the upgrade moves Cluster API to
+// v1.11, whose KubeadmControlPlane is stored as v1beta2 (extraArgs a list
+// of name and value, not a map) and converted by its webhook; EKS-A then
+// re-applies its own KubeadmControlPlane as v1beta2. The same metrics
+// section before and after: validate --from predicts what apply then
+// writes (by the audit log), the control plane rolls only if predicted,
+// and the clusters equal a fresh apply of the v0.25 spec on a cluster
+// upgraded the same way without eksa-metrics. An EKS-A upgrade has one direction: EKS-A
+// does not downgrade.
+func TestTransitionAcrossTheV1beta2Contract(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two clusters")
+	}
+	zPages := transitionBase + "  zPages: {statusz: true, flagz: true}\n"
+	for _, tc := range []struct{ name, from, to string }{
+		{"the same section", zPages, zPages},
+		// Items written in v1beta1 (a map) and removed by a v1beta2 apply
+		// (a list): server-side apply tracks them across the conversion.
+		{"z-pages off with the upgrade", zPages, transitionBase},
+	} {
+		t.Run(tc.name, func(t *testing.T) { transitionAcrossV1beta2(t, tc.from, tc.to) })
+	}
+}
+
+func transitionAcrossV1beta2(t *testing.T, fromMetrics, toMetrics string) {
+	from := writeSpecVersion(t, "vsphere-external-etcd", fromMetrics, "1.34", "v0.24.6")
+	to := writeSpecVersion(t, "vsphere-external-etcd", toMetrics, "1.34", "v0.25.0")
+	ctx := context.Background()
+	cluster := func(storage string) (*framework.ControlPlane, string, string) {
+		cp, audit := auditedControlPlane(t)
+		cp.InstallCRDs(t, spec.CAPIv1beta2)
+		cp.ServeKCPVersions(t, storage)
+		if err := cp.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "vsphere-external-etcd."+storage, storage)); err != nil {
+			t.Fatal(err)
+		}
+		kubeProxy := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace},
+			"data": map[string]any{kubeproxy.Key: framework.KubeadmKubeProxyConfig}}
+		if err := cp.Apply(ctx, "kubeadm", true, kubeProxy); err != nil {
+			t.Fatal(err)
+		}
+		cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
+		return cp, cp.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"), audit
+	}
+
+	// The upgrade: Cluster API v1.11's CRD stores v1beta2; EKS-A v0.25
+	// re-applies its KubeadmControlPlane in that version.
+	upgrade := func(cp *framework.ControlPlane) {
+		cp.ServeKCPVersions(t, spec.CAPIv1beta2)
+		if err := cp.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "vsphere-external-etcd.v1beta2", spec.CAPIv1beta2)); err != nil {
+			t.Fatalf("EKS-A v0.25's apply: %v", err)
+		}
+	}
+
+	// Fresh: the same cluster history without eksa-metrics (the
+	// conversion orders extraArgs by name, which EKS-A's re-apply keeps),
+	// then the v0.25 spec applied once.
+	fcp, fkubeconfig, _ := cluster(spec.CAPIv1beta1)
+	upgrade(fcp)
+	if code, stderr, _ := apply(t, 0, "-f", to, "--kubeconfig", fkubeconfig, "--allow-control-plane-rollout"); code != 0 {
+		t.Fatalf("fresh v0.25: exit %d:\n%s", code, stderr)
+	}
+	fresh := snapshot(t, fcp)
+	fcp.APIServer.Stop()
+	fcp.Etcd.Stop()
+
+	cp, kubeconfig, audit := cluster(spec.CAPIv1beta1)
+	if code, stderr, _ := apply(t, 0, "-f", from, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
+		t.Fatalf("v0.24: exit %d:\n%s", code, stderr)
+	}
+	upgrade(cp)
+	_, offset := auditWrites(t, audit, 0)
+	writes, rolls, restarts := predicted(t, from, to)
+	gen, templatesBefore := kcpGeneration(t, cp), podTemplates(t, cp)
+	if code, stderr, _ := apply(t, 0, "-f", to, "--kubeconfig", kubeconfig, "--allow-control-plane-rollout"); code != 0 {
+		t.Fatalf("v0.24 -> v0.25: exit %d:\n%s", code, stderr)
+	}
+	performed, _ := auditWrites(t, audit, offset)
+	if !equalSets(writes, performed) {
+		t.Errorf("validate --from predicted writes that apply did not make, or missed some:\n  predicted only: %v\n  performed only: %v",
+			minus(writes, performed), minus(performed, writes))
+	}
+	if performedRolls := kcpGeneration(t, cp) != gen; performedRolls != rolls {
+		t.Errorf("control-plane rollout predicted %t, performed %t", rolls, performedRolls)
+	}
+	var restarted []string
+	for k, tmpl := range podTemplates(t, cp) {
+		if before, ok := templatesBefore[k]; ok && before != tmpl {
+			restarted = append(restarted, k)
+		}
+	}
+	sort.Strings(restarted)
+	restarts = slices.DeleteFunc(restarts, func(s string) bool { return s == "DaemonSet kube-system/kube-proxy" })
+	if !slices.Equal(restarts, restarted) {
+		t.Errorf("pods restart, predicted %v, performed %v", restarts, restarted)
+	}
+	if d := stateDiff(snapshot(t, cp), fresh); len(d) > 0 {
+		t.Errorf("the clusters differ from a fresh apply of the v0.25 spec in %d places:\n  %s", len(d), strings.Join(d, "\n  "))
+	}
+	t.Logf("| v0.24.6 (v1beta1) | v0.25.0 (v1beta2) | state equal %t | writes predicted %d / performed %d %v | rollout predicted %t |",
+		len(stateDiff(snapshot(t, cp), fresh)) == 0, len(writes), len(performed), slices.Sorted(maps.Keys(performed)), rolls)
 }
