@@ -42,6 +42,11 @@ type Options struct {
 	// metrics.anywhere.eks.amazonaws.com/shard=<shard>); the first
 	// Deployment keeps the Clusters without the label.
 	Shards []string
+	// ImagePrefixes are more repositories (prefixes of image references)
+	// the controller may run its proxies and sidecars from, beyond
+	// DefaultImagePrefixes: a registry mirror, or the repositories of
+	// spec.images in a platform MetricsConfig.
+	ImagePrefixes []string
 }
 
 // Build renders the base with an image and a namespace, as YAML.

@@ -5,21 +5,20 @@ import (
 	"maps"
 	"slices"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // ControllerName names the controller's ServiceAccount, roles and bindings.
 const ControllerName = "eksa-metrics-controller"
 
-// The controller's rights, least privilege the way Kubernetes means it: one
+// The controller's rights, as narrow as RBAC can make them: one
 // ClusterRole that reads what it must find anywhere and writes only kinds
 // that cannot run a pod or read a Secret, and namespaced Roles, with
 // resourceNames where the names are known, for everything else; a
@@ -167,7 +166,10 @@ func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 		rbacv1.PolicyRule{APIGroups: []string{"controlplane.cluster.x-k8s.io"}, Resources: []string{"kubeadmcontrolplanes"}, Verbs: []string{"patch"}})
 	add(templates.SystemNS, core,
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get", "list", "watch", "create"}},
-		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"update", "patch", "delete"}, ResourceNames: []string{templates.ControlPlaneDS, templates.NodeDS}})
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"update", "patch", "delete"}, ResourceNames: []string{templates.ControlPlaneDS, templates.NodeDS}},
+		// bindAddress restarts kube-proxy after editing its configuration;
+		// the admission policy lets that patch change only annotations.
+		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"patch"}, ResourceNames: []string{kubeproxy.Name}})
 	deployments := map[string][]string{}
 	for _, m := range components.ManagementCatalog {
 		deployments[m.Namespace] = append(deployments[m.Namespace], m.Deployment)
@@ -233,58 +235,6 @@ func mergeRules(in []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 		}
 	}
 	return out
-}
-
-// admissionPolicy holds the controller's own writes of pod-running objects
-// to what it renders, where RBAC cannot: create takes no resourceNames, and
-// update covers the whole pod template. A DaemonSet it writes runs as the
-// proxies' ServiceAccount, a Deployment it edits keeps the ServiceAccount
-// the Deployment had, a Package it writes is the prometheus package (the
-// packages controller installs any curated chart a Package names).
-// ValidatingAdmissionPolicy is served as admissionregistration.k8s.io/v1
-// from Kubernetes 1.30.
-func admissionPolicy(o Options, label map[string]string) []any {
-	name := ControllerName
-	user := fmt.Sprintf("system:serviceaccount:%s:%s", o.Namespace, ControllerName)
-	rule := func(group, resource string, ops ...admissionv1.OperationType) admissionv1.NamedRuleWithOperations {
-		return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{Operations: ops,
-			Rule: admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}}}}
-	}
-	sa := func(obj string) string {
-		return fmt.Sprintf("(has(%[1]s.spec.template.spec.serviceAccountName) ? %[1]s.spec.template.spec.serviceAccountName : (has(%[1]s.spec.template.spec.serviceAccount) ? %[1]s.spec.template.spec.serviceAccount : 'default'))", obj)
-	}
-	policy := &admissionv1.ValidatingAdmissionPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: label},
-		Spec: admissionv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionv1.Fail),
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{
-				rule("apps", "daemonsets", admissionv1.Create, admissionv1.Update),
-				rule("apps", "deployments", admissionv1.Create, admissionv1.Update),
-				rule("packages.eks.amazonaws.com", "packages", admissionv1.Create, admissionv1.Update),
-				rule("", "secrets", admissionv1.Create, admissionv1.Update),
-			}},
-			MatchConditions: []admissionv1.MatchCondition{{Name: "the-controller", Expression: fmt.Sprintf("request.userInfo.username == %q", user)}},
-			Validations: []admissionv1.Validation{
-				{Expression: fmt.Sprintf("request.resource.resource != 'daemonsets' || %s == %q", sa("object"), templates.ProxySA),
-					Message: "the eksa-metrics controller may run a DaemonSet only as the ServiceAccount " + templates.ProxySA},
-				{Expression: fmt.Sprintf("request.resource.resource != 'deployments' || (request.operation == 'UPDATE' && %s == %s)", sa("object"), sa("oldObject")),
-					Message: "the eksa-metrics controller may edit a Deployment only without changing its ServiceAccount, and creates none"},
-				{Expression: "request.resource.resource != 'packages' || object.spec.packageName == 'prometheus'",
-					Message: "the eksa-metrics controller may write only the prometheus Package"},
-				// A token Secret names the ServiceAccount whose token the
-				// token controller puts in it: only the sidecar's.
-				{Expression: fmt.Sprintf("request.resource.resource != 'secrets' || !has(object.type) || object.type != 'kubernetes.io/service-account-token' || (has(object.metadata.annotations) && 'kubernetes.io/service-account.name' in object.metadata.annotations && object.metadata.annotations['kubernetes.io/service-account.name'] == %q)", templates.SidecarSA),
-					Message: "the eksa-metrics controller may write a ServiceAccount token Secret only for " + templates.SidecarSA},
-			},
-		},
-	}
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: label},
-		Spec:       admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}},
-	}
-	return []any{policy, binding}
 }
 
 // toYAML renders objects as YAML documents, without the empty fields typed

