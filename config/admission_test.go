@@ -2,7 +2,12 @@ package config
 
 import (
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
@@ -42,5 +47,39 @@ func TestRepository(t *testing.T) {
 		if got := Repository(in); got != want {
 			t.Errorf("Repository(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The controller's pods reach API servers and DNS only.
+func TestManifestsLimitTheControllersEgress(t *testing.T) {
+	out, err := BuildWith(Options{Image: DefaultImage, Namespace: "obs-system", Shards: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, raw := range strings.Split(string(out), "\n---\n") {
+		var np networkingv1.NetworkPolicy
+		if err := yaml.Unmarshal([]byte(raw), &np); err != nil || np.Kind != "NetworkPolicy" {
+			continue
+		}
+		found = true
+		if np.Namespace != "obs-system" || np.Spec.PodSelector.MatchLabels["app.kubernetes.io/name"] != ControllerName || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}) {
+			t.Errorf("the NetworkPolicy does not hold the controller's egress: %+v", np)
+		}
+		var ports []string
+		for _, rule := range np.Spec.Egress {
+			if len(rule.To) > 0 {
+				t.Errorf("an egress rule with peers %v", rule.To)
+			}
+			for _, p := range rule.Ports {
+				ports = append(ports, string(*p.Protocol)+"/"+p.Port.String())
+			}
+		}
+		if want := []string{"TCP/443", "TCP/6443", "UDP/53", "TCP/53"}; !slices.Equal(ports, want) {
+			t.Errorf("egress ports %v, want %v", ports, want)
+		}
+	}
+	if !found {
+		t.Error("controller manifests print no NetworkPolicy")
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-//go:embed kustomization.yaml namespace.yaml manager.yaml crd/*.yaml
+//go:embed kustomization.yaml namespace.yaml manager.yaml networkpolicy.yaml crd/*.yaml
 var base embed.FS
 
 // The defaults of `eksa-metrics controller manifests`.
@@ -44,8 +44,9 @@ type Options struct {
 	Shards []string
 	// ImagePrefixes are more repositories (prefixes of image references)
 	// the controller may run its proxies and sidecars from, beyond
-	// DefaultImagePrefixes: a registry mirror, or the repositories of
-	// spec.images in a platform MetricsConfig.
+	// DefaultImagePrefixes: the registry of Bundles that name another
+	// (--images-from-bundles). The repositories of --kube-rbac-proxy-image
+	// and --haproxy-image are added by the manifests command.
 	ImagePrefixes []string
 }
 

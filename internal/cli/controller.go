@@ -295,7 +295,7 @@ func newCmdControllerManifests(f *Factory) *cobra.Command {
 	o := &ControllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests",
-		Short: "Print the controller's installation: CRD, namespace, RBAC, admission policy and Deployment",
+		Short: "Print the controller's installation: CRD, namespace, RBAC, admission policy, Deployment and its egress NetworkPolicy",
 		Long: `Builds the kustomize base in config/ (embedded) with the image and namespace given, adds the
 controller's RBAC (a ClusterRole and namespaced Roles, built from the component catalogs) and the
 ValidatingAdmissionPolicy that holds its writes to what it renders (Kubernetes 1.30 and later), and

@@ -159,3 +159,36 @@ func TestFleetInputsAreRegularFilesReadWithALimit(t *testing.T) {
 		t.Fatalf("a large spec: %v %v", got, err)
 	}
 }
+
+// An --output-dir that is a symbolic link, or is reached through one below
+// the current directory, is refused before anything is written or pruned
+// (a repository can hold a link to anywhere); the link's target keeps what
+// eksa-metrics wrote there before.
+func TestOutputDirThroughASymlinkIsRefused(t *testing.T) {
+	dir := writeFleet(t, 2, nil)
+	base := t.TempDir()
+	target := filepath.Join(base, "elsewhere")
+	if code, _, stderr := run(t, "", "generate", "-f", dir, "-o", "kustomize", "--output-dir", target); code != 0 {
+		t.Fatalf("a real directory: exit %d:\n%s", code, stderr)
+	}
+	before, _ := os.ReadDir(target)
+	if err := os.Symlink(target, filepath.Join(base, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(base, "repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(base, filepath.Join(base, "repo", "parent")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(base)
+	for _, out := range []string{filepath.Join(base, "out"), "out", filepath.Join("repo", "parent", "elsewhere")} {
+		code, _, stderr := run(t, "", "generate", "-f", dir, "-o", "kustomize", "--output-dir", out, "--force", "--prune")
+		if code != ExitUsage || !strings.Contains(stderr, "is a symbolic link") {
+			t.Errorf("--output-dir %s: exit %d, want 2:\n%s", out, code, stderr)
+		}
+	}
+	if after, _ := os.ReadDir(target); len(after) != len(before) {
+		t.Errorf("the link's target went from %d to %d entries", len(before), len(after))
+	}
+}

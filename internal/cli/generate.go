@@ -98,6 +98,11 @@ func (o *GenerateOptions) Run() error {
 	if err := refuseOutputInInputs(o.Filenames, o.OutputDir); err != nil {
 		return err
 	}
+	if o.OutputDir != "" {
+		if err := output.NoSymlinks(o.OutputDir); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
 	files, err := expandInputs(o.Filenames)
 	if err != nil {
 		return err

@@ -3,10 +3,12 @@ package cluster
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,9 +115,36 @@ func newMapper(dc discovery.DiscoveryInterface) *mapper {
 	return &mapper{discovery: &mappedDiscovery{DiscoveryInterface: dc}, now: time.Now}
 }
 
-// mappings are the mappers built so far, by a hash of the discovery they
-// were built from; a handful in any fleet.
-var mappings sync.Map // [32]byte -> *mapping
+// mappings are the mappings in use, by a hash of the discovery they were
+// built from; a handful in any fleet. Each is held weakly: once no
+// connection uses one (its clusters released, or rediscovered to another),
+// the garbage collector frees it and its entry goes, so a workload API
+// server that serves another discovery every minute cannot grow it.
+var mappings sync.Map // [32]byte -> weak.Pointer[mapping]
+
+// intern returns the mapping in use for a discovery's hash, or the one
+// build makes, registered.
+func intern(sum [32]byte, build func() *mapping) *mapping {
+	for {
+		old, loaded := mappings.Load(sum)
+		if loaded {
+			if m := old.(weak.Pointer[mapping]).Value(); m != nil {
+				return m
+			}
+		}
+		m := build()
+		wp := weak.Make(m)
+		if loaded {
+			if !mappings.CompareAndSwap(sum, old, wp) {
+				continue
+			}
+		} else if _, raced := mappings.LoadOrStore(sum, wp); raced {
+			continue
+		}
+		runtime.AddCleanup(m, func(k [32]byte) { mappings.CompareAndDelete(k, wp) }, sum)
+		return m
+	}
+}
 
 // RESTMapping is meta.RESTMapper's.
 func (m *mapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
@@ -153,10 +182,7 @@ func (m *mapper) get(again bool) (*mapping, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
-	shared, ok := mappings.Load(sum)
-	if !ok {
-		shared, _ = mappings.LoadOrStore(sum, &mapping{restmapper.NewDiscoveryRESTMapper(resources)})
-	}
-	m.shared, m.read = shared.(*mapping), m.now()
+	m.shared = intern(sum, func() *mapping { return &mapping{restmapper.NewDiscoveryRESTMapper(resources)} })
+	m.read = m.now()
 	return m.shared, nil
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -52,5 +54,41 @@ func TestMapperIsSharedAndRediscoversAMissingKind(t *testing.T) {
 	}
 	if _, err := b.RESTMapping(sm, "v1"); !meta.IsNoMatchError(err) {
 		t.Errorf("the other connection: %v, want no match", err)
+	}
+}
+
+// A mapping no connection uses is freed with its entry: a workload API
+// server that serves another discovery on every rediscovery does not grow
+// the process.
+func TestUnusedMappingsAreFreed(t *testing.T) {
+	count := func() (n int) {
+		mappings.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	start := count()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	m := newMapper(fakeDiscovery(coreList))
+	m.now = func() time.Time { return now }
+	fake := m.discovery.(*mappedDiscovery).DiscoveryInterface.(*fakediscovery.FakeDiscovery)
+	for i := range 200 {
+		// Another version each time: another discovery, another mapping.
+		fake.Resources = []*metav1.APIResourceList{coreList, {GroupVersion: fmt.Sprintf("monitoring.coreos.com/v%d", i+1),
+			APIResources: []metav1.APIResource{{Name: "servicemonitors", Namespaced: true, Kind: "ServiceMonitor"}}}}
+		now = now.Add(rediscoverAfter)
+		if _, err := m.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: "Prometheus"}); !meta.IsNoMatchError(err) {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count() > start+1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := count() - start; n > 1 {
+		t.Errorf("%d mappings kept after 200 rediscoveries; one is in use", n)
+	}
+	runtime.KeepAlive(m)
+	if _, err := m.RESTMapping(schema.GroupKind{Kind: "Service"}, "v1"); err != nil {
+		t.Errorf("the mapping in use was freed: %v", err)
 	}
 }

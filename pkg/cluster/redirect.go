@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
 )
@@ -61,8 +63,17 @@ type limitReplies struct{ next http.RoundTripper }
 
 func (l limitReplies) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := l.next.RoundTrip(req)
-	if err != nil || req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1" {
+	if err != nil {
 		return resp, err
+	}
+	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
+		// A watch streams for as long as it lasts: each of its JSON
+		// frames (one event, ended by a newline) is bounded instead.
+		// Protobuf frames are length-prefixed and bounded by client-go.
+		if strings.Contains(resp.Header.Get("Content-Type"), "json") {
+			resp.Body = &frameLimited{ReadCloser: resp.Body, err: &ReplyTooLargeError{Server: req.URL.Scheme + "://" + req.URL.Host, Method: "watch (one event)", Limit: MaxWatchFrame}}
+		}
+		return resp, nil
 	}
 	tooLarge := &ReplyTooLargeError{Server: req.URL.Scheme + "://" + req.URL.Host, Method: req.Method}
 	if resp.ContentLength > MaxReply {
@@ -99,8 +110,44 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 // ReplyTooLargeError is a reply longer than MaxReply, refused.
-type ReplyTooLargeError struct{ Server, Method string }
+// MaxWatchFrame bounds one event of a watch: client-go's streaming decoder
+// refuses a larger object anyway (apimachinery
+// pkg/runtime/serializer/streaming, maxBytes), but its JSON framer reads
+// the whole event first.
+const MaxWatchFrame = 16 << 20
+
+// frameLimited ends a JSON watch stream whose event runs past
+// MaxWatchFrame bytes without the newline that ends each event.
+type frameLimited struct {
+	io.ReadCloser
+	since int
+	err   error
+}
+
+func (b *frameLimited) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if i := bytes.LastIndexByte(p[:n], '\n'); i >= 0 {
+		b.since = n - i - 1
+	} else {
+		b.since += n
+	}
+	if b.since > MaxWatchFrame {
+		return 0, b.err
+	}
+	return n, err
+}
+
+// ReplyTooLargeError says a reply (or one event of a watch) was longer
+// than Limit (MaxReply when 0).
+type ReplyTooLargeError struct {
+	Server, Method string
+	Limit          int64
+}
 
 func (e *ReplyTooLargeError) Error() string {
-	return fmt.Sprintf("the API server at %s answered a %s with more than %d MiB, more than any reply eksa-metrics needs: refused", safetext.Escape(e.Server), e.Method, MaxReply>>20)
+	limit := e.Limit
+	if limit == 0 {
+		limit = MaxReply
+	}
+	return fmt.Sprintf("the API server at %s answered a %s with more than %d MiB, more than any reply eksa-metrics needs: refused", safetext.Escape(e.Server), e.Method, limit>>20)
 }

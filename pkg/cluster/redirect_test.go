@@ -91,12 +91,7 @@ func TestClientsRefuseHugeReplies(t *testing.T) {
 		}
 	}))
 	defer hostile.Close()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostile.Certificate().Raw})
-	c, err := FromRESTConfig(context.Background(), "workload", "test", &rest.Config{Host: hostile.URL, BearerToken: "clearly-fake-token",
-		TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := connectTo(t, hostile)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -111,4 +106,65 @@ func TestClientsRefuseHugeReplies(t *testing.T) {
 	if got := after.TotalAlloc - before.TotalAlloc; got > 3*MaxReply+(32<<20) {
 		t.Errorf("reading the huge replies allocated %d MiB", got>>20)
 	}
+}
+
+// One event of a watch longer than MaxWatchFrame ends the watch with an
+// error, without the whole event read into memory: a hostile workload API
+// server streams a 160 MiB event with no newline.
+func TestWatchesRefuseHugeEvents(t *testing.T) {
+	const huge = 160 << 20
+	hostile := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/version" {
+			_, _ = w.Write([]byte(`{"major":"1","minor":"36","gitVersion":"v1.36.3"}`))
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"1"}}}` + "\n"))
+		_, _ = w.Write([]byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"`))
+		chunk := bytes.Repeat([]byte("a"), 1<<20)
+		for i := 0; i < huge>>20; i++ {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+		_, _ = w.Write([]byte(`"}}}` + "\n"))
+	}))
+	defer hostile.Close()
+	c := connectTo(t, hostile)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	w, err := c.Core.CoreV1().ConfigMaps("x").Watch(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for ev := range w.ResultChan() {
+		if ev.Type == "ERROR" {
+			events = append(events, fmt.Sprintf("%s %v", ev.Type, ev.Object))
+			w.Stop()
+			break
+		}
+		events = append(events, string(ev.Type))
+	}
+	runtime.ReadMemStats(&after)
+	if len(events) != 2 || events[0] != "ADDED" || !strings.Contains(events[1], "more than 16 MiB") {
+		t.Errorf("events %v: want the first event, then the refusal", events)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 6*MaxWatchFrame {
+		t.Errorf("reading the huge event allocated %d MiB", got>>20)
+	}
+}
+
+// connectTo connects to a stand-in API server as the workload cluster.
+func connectTo(t *testing.T, srv *httptest.Server) *Cluster {
+	t.Helper()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	c, err := FromRESTConfig(context.Background(), "workload", "test", &rest.Config{Host: srv.URL, BearerToken: "clearly-fake-token",
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

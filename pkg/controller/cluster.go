@@ -60,7 +60,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 		if err := r.release(ctx, mc, w.obj); err != nil {
 			st := r.results.status(mcKey, w.key.Name)
 			st.Name = w.key.Name
-			st.LastError = truncate("releasing it after it left the selection: " + err.Error())
+			st.LastError = truncate("releasing it after it left the selection: " + errText(err))
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonReleaseFailed, st.LastError)
 			next = append(next, r.results.set(mcKey, st, true))
 		} else {
@@ -172,8 +172,8 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: metricsv1alpha1.ConditionVerified, Status: metav1.ConditionUnknown,
 		Reason: metricsv1alpha1.ReasonNotApplied, Message: "the checks run after a successful apply", ObservedGeneration: mc.Generation})
 	fail := func(t, reason string, err error) (metricsv1alpha1.ClusterStatus, time.Time) {
-		set(t, false, reason, err.Error())
-		st.LastError = truncate(err.Error())
+		set(t, false, reason, errText(err))
+		st.LastError = truncate(errText(err))
 		return st, time.Time{}
 	}
 
@@ -202,6 +202,11 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 			return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotAllowed, err)
 		}
 	}
+	if !r.Policy.Privileged(mc.Namespace) {
+		if err := tenantManagementObjects(res); err != nil {
+			return fail(metricsv1alpha1.ConditionRendered, metricsv1alpha1.ReasonNotAllowed, err)
+		}
+	}
 	set(metricsv1alpha1.ConditionRendered, true, metricsv1alpha1.ReasonRendered, fmt.Sprintf("%d objects", len(res.Objects)))
 
 	// Apply: the engine's sequence, as the CLI's apply runs it.
@@ -213,6 +218,14 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	case err != nil:
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
 	}
+	// A scraper token is minted only for a ServiceAccount that can do no
+	// harm with it (the MetricsConfig's author chose the ServiceAccount).
+	var harm *ScraperNotHarmlessError
+	if err := scraperTokenHarmless(ctx, cl.Workload, res); errors.As(err, &harm) {
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonNotAllowed, err)
+	} else if err != nil {
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
+	}
 	pass, err := engine.NewPass(ctx, cl, res)
 	if err != nil {
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
@@ -221,7 +234,7 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	var refused *engine.RolloutRefusedError
 	switch {
 	case errors.As(err, &refused):
-		set(metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonRolloutNotAllowed, err.Error()+": set spec.allowControlPlaneRollout: true when a rollout is acceptable")
+		set(metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonRolloutNotAllowed, errText(err)+": set spec.allowControlPlaneRollout: true when a rollout is acceptable")
 		return st, time.Time{}
 	case err != nil:
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonApplyFailed, err)

@@ -155,6 +155,31 @@ func (p Policy) admit(mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstr
 
 func on(b *bool) bool { return b != nil && *b }
 
+// tenantManagementObjects holds what a tenant's MetricsConfig has written
+// in the management cluster to what concerns its own Cluster alone: the
+// prometheus Package of the eks-anywhere stack in EKS-A's namespace for
+// that Cluster (eksa-packages-<cluster>), and the Cluster's own
+// KubeadmControlPlane items (which admit keeps from rolling). Anything else
+// a render may one day put there is refused, not written.
+func tenantManagementObjects(res *render.Result) error {
+	var errs field.ErrorList
+	for _, o := range res.Objects {
+		if o.Destination != render.Management {
+			continue
+		}
+		ownPackage := o.Kind() == "Package" && o.Namespace() == "eksa-packages-"+res.Config.ClusterName
+		ownKCP := o.Kind() == "KubeadmControlPlane" && o.Namespace() == EKSASystemNamespace && o.Name() == res.Config.ClusterName
+		if !ownPackage && !ownKCP {
+			errs = append(errs, field.Forbidden(field.NewPath("spec"), fmt.Sprintf(
+				"the render puts %s in the management cluster; a MetricsConfig outside the privileged namespaces may have written there only its Cluster's prometheus Package (eksa-packages-%s) and its KubeadmControlPlane items", o, res.Config.ClusterName)))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &NotAllowedError{Problems: errs}
+}
+
 // systemPrefixes are the namespaces of Kubernetes, EKS Anywhere, Cluster API
 // and its providers, etcdadm and cert-manager (docs/controller.md).
 var systemPrefixes = []string{"kube-", "eksa-", "capi-", "capd-", "capv-", "capx-", "capt-", "capc-", "capas-", "etcdadm-", "cert-manager", "tinkerbell-", "flux-system"}

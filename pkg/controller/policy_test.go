@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 func eksaCluster(namespace, name, managedBy string) *unstructured.Unstructured {
@@ -89,6 +92,28 @@ func TestSelects(t *testing.T) {
 		mc := &metricsv1alpha1.MetricsConfig{Spec: metricsv1alpha1.MetricsConfigSpec{ClusterSelector: tc.sel}}
 		if got, err := selects(mc, "prod", on); err != nil || got != tc.want {
 			t.Errorf("%s: %t, %v; want %t", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// A tenant's render may put in the management cluster only its Cluster's
+// Package and KubeadmControlPlane; anything else (another Cluster's
+// Package, a Secret) is refused.
+func TestTenantManagementObjects(t *testing.T) {
+	obj := func(kind, ns, name string) render.Object {
+		return render.Object{Destination: render.Management, Object: map[string]any{"kind": kind, "metadata": map[string]any{"namespace": ns, "name": name}}}
+	}
+	res := &render.Result{Config: &spec.Config{ClusterName: "w1"}, Objects: []render.Object{
+		obj("Package", "eksa-packages-w1", "prometheus"), obj("KubeadmControlPlane", "eksa-system", "w1"),
+		{Destination: render.Workload, Object: map[string]any{"kind": "Secret", "metadata": map[string]any{"namespace": "kube-system", "name": "x"}}},
+	}}
+	if err := tenantManagementObjects(res); err != nil {
+		t.Errorf("its own Package and KubeadmControlPlane: %v", err)
+	}
+	for _, o := range []render.Object{obj("Package", "eksa-packages-w2", "prometheus"), obj("Secret", "eksa-system", "w1-kubeconfig"), obj("KubeadmControlPlane", "eksa-system", "w2")} {
+		bad := &render.Result{Config: res.Config, Objects: append(slices.Clone(res.Objects), o)}
+		if err := tenantManagementObjects(bad); err == nil || !strings.Contains(err.Error(), o.String()) {
+			t.Errorf("%s: %v", o, err)
 		}
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,6 +102,43 @@ const maxMessage = 4096
 // may hold terminal escape sequences, and the status is read on terminals)
 // and cut to maxMessage bytes.
 func truncate(s string) string { return truncateTo(safetext.Escape(s), maxMessage) }
+
+// withheld stands, in a status or an event, for the body of a reply that
+// was not the Kubernetes API's.
+const withheld = "(the reply's body, not shown)"
+
+// errText is an error's text for a status or an event, without the body
+// of a reply that was not a Kubernetes API Status (client-go quotes up to
+// 2 KiB of it): a workload kubeconfig's server may be any service the
+// controller can reach, and its replies are not for a MetricsConfig's
+// readers.
+func errText(err error) string {
+	s := err.Error()
+	for e := err; e != nil; {
+		if st, ok := e.(apierrors.APIStatus); ok {
+			if d := st.Status().Details; d != nil {
+				for _, c := range d.Causes {
+					if c.Type == metav1.CauseTypeUnexpectedServerResponse && c.Message != "" {
+						s = strings.ReplaceAll(s, strconv.Quote(c.Message), withheld)
+						s = strings.ReplaceAll(s, c.Message, withheld)
+					}
+				}
+			}
+		}
+		switch x := e.(type) {
+		case interface{ Unwrap() error }:
+			e = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range x.Unwrap() {
+				s = strings.ReplaceAll(s, inner.Error(), errText(inner))
+			}
+			e = nil
+		default:
+			e = nil
+		}
+	}
+	return s
+}
 
 // truncateTo cuts s to at most limit bytes, at a character boundary.
 func truncateTo(s string, limit int) string {

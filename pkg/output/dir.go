@@ -280,6 +280,40 @@ func realPath(p string) (string, error) {
 	}
 }
 
+// NoSymlinks refuses an output directory that is a symbolic link, or that
+// is reached through one in the part of its path below the current
+// directory (what a repository checkout can hold): eksa-metrics writes and,
+// with --prune, deletes there, and a link would move that elsewhere. The
+// parents of an absolute path are the user's choice (on macOS /tmp is a
+// link) and are followed.
+func NoSymlinks(dir string) error {
+	clean := filepath.Clean(dir)
+	check := []string{clean}
+	if !filepath.IsAbs(clean) {
+		check = nil
+		for p := clean; p != "." && p != string(filepath.Separator); p = filepath.Dir(p) {
+			check = append(check, p)
+			if !filepath.IsLocal(p) {
+				break // "..": a parent of the current directory, the user's choice
+			}
+		}
+	}
+	for _, p := range check {
+		st, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading output directory %q: %w", p, err)
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			return fmt.Errorf("--output-dir %q: %s is a symbolic link (to %s): eksa-metrics writes, and with --prune deletes, only in a real directory; give the directory itself", dir, p, target)
+		}
+	}
+	return nil
+}
+
 // StaleDirs lists the subdirectories of dir that eksa-metrics wrote (they
 // have a marker) for clusters not in keep, sorted. Hidden entries (the
 // temporary directories of an interrupted run) are left out.

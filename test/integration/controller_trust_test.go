@@ -1,13 +1,18 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -524,5 +529,105 @@ func TestControllerAppliesTheManagementSetup(t *testing.T) {
 			return fmt.Errorf("kube-proxy not restarted")
 		}
 		return nil
+	})
+}
+
+// A MetricsConfig author chooses the scraper's ServiceAccount, and the
+// controller writes a never-expiring token Secret for it with the workload
+// cluster's admin kubeconfig: for a ServiceAccount bound to cluster-admin,
+// it refuses (by SubjectAccessReviews in the workload cluster) and writes
+// nothing; for one that only scrapes, it writes the token Secret.
+func TestControllerMintsNoTokenThatCanDoHarm(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t, "w1")
+	w := f.workloads["w1"]
+	w.ServiceAccount(t, "monitoring", "builder")
+	w.ServiceAccount(t, "monitoring", "prometheus")
+	if _, err := w.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "builder"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "builder", Namespace: "monitoring"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.startController(t, &counter{reqs: map[string]int{}})
+	mc := func(sa string) map[string]any {
+		return map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": "w1"},
+			"scrapers":     []any{map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": "monitoring"}},
+			"scrapeConfig": map[string]any{"namespace": "monitoring"}}
+	}
+	f.putMetricsConfig(t, "default", "w1", mc("builder"))
+	f.clusterCondition(t, "default", "w1", "w1", "Applied", "NotAllowed", "can get secrets in every namespace")
+	if _, err := w.Client.CoreV1().Secrets("monitoring").Get(ctx, templates.ScraperTokenSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the token Secret of a cluster-admin ServiceAccount was written (or could not be read): %v", err)
+	}
+	f.putMetricsConfig(t, "default", "w1", mc("prometheus"))
+	f.waitFor(t, "the scraper's token Secret", func() error {
+		s, err := w.Client.CoreV1().Secrets("monitoring").Get(ctx, templates.ScraperTokenSecret, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := s.Annotations[corev1.ServiceAccountNameKey]; got != "prometheus" {
+			return fmt.Errorf("for %q", got)
+		}
+		return nil
+	})
+}
+
+// One hostile workload API server does not stop the fleet: a Cluster whose
+// kubeconfig names a stand-in that answers every API request but the
+// version with an endless body is refused reply by reply (at 64 MiB),
+// while the real w1 is applied and its drift repaired.
+func TestAHostileWorkloadDoesNotStopTheFleet(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t, "w1")
+	var hits atomic.Int64
+	hostile := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/version" {
+			_, _ = w.Write([]byte(`{"major":"1","minor":"36","gitVersion":"v1.36.3"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"v1","resources":[{"name":"`))
+		chunk := bytes.Repeat([]byte("a"), 1<<20)
+		for {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	hostile.StartTLS()
+	t.Cleanup(hostile.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hostile.Certificate().Raw})
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["evil"] = &clientcmdapi.Cluster{Server: hostile.URL, CertificateAuthorityData: ca}
+	cfg.AuthInfos["evil"] = &clientcmdapi.AuthInfo{Token: "clearly-fake-token"}
+	cfg.Contexts["evil"] = &clientcmdapi.Context{Cluster: "evil", AuthInfo: "evil"}
+	cfg.CurrentContext = "evil"
+	kubeconfig, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.eksaCluster(t, "default", "evil", "mgmt", kubeconfig)
+	f.startController(t, &counter{reqs: map[string]int{}})
+	f.metricsConfig(t, true)
+
+	f.waitFor(t, "w1 applied", func() error {
+		if objs := objects(t, f.workloads["w1"]); !has(objs, "ClusterRole/"+templates.ReaderRole) {
+			return fmt.Errorf("%v", objs)
+		}
+		return nil
+	})
+	f.clusterCondition(t, "default", "fleet", "evil", "Applied", "Unreachable", "MiB")
+	if hits.Load() == 0 {
+		t.Fatal("the hostile server was never asked: the test proves nothing")
+	}
+	// Drift in w1 is still repaired while the hostile one keeps failing.
+	w1 := f.workloads["w1"]
+	if err := w1.Client.RbacV1().ClusterRoles().Delete(ctx, templates.ReaderRole, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "w1's reader role put back", func() error {
+		_, err := w1.Client.RbacV1().ClusterRoles().Get(ctx, templates.ReaderRole, metav1.GetOptions{})
+		return err
 	})
 }
