@@ -41,7 +41,11 @@ func managementTable() string {
 			how := string(r.Method)
 			switch r.Method {
 			case components.Shipped:
-				how += "; apply checks `--diagnostics-address=:8443 --insecure-diagnostics=false`"
+				args := "--diagnostics-address=:8443 --insecure-diagnostics=false"
+				if r.ShippedArgs != nil {
+					args = strings.Join(r.ShippedArgs, " ")
+				}
+				how += "; apply checks `" + args + "`"
 				if r.TLSFlag != "" {
 					how += ", adds `" + r.TLSFlag + "` only for TLS 1.3"
 				} else {
@@ -69,7 +73,11 @@ func managementTable() string {
 			case components.Sidecar:
 				bind = "none for its ServiceAccount: the sidecar runs as `" + templates.SidecarSA + "`, bound to `" + templates.AuthDelegator + "`"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | `%s` | %s | %s | %s |\n", m.ID(), providers, strings.Join(lbls, ", "), eksa, r.Version, r.ServiceAccount, how, bind, r.Source)
+			source := r.Source
+			if r.Unconfirmed != "" {
+				source += "; **not confirmed**: " + r.Unconfirmed + " (a warning says so)"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | `%s` | %s | %s | %s |\n", m.ID(), providers, strings.Join(lbls, ", "), eksa, r.Version, r.ServiceAccount, how, bind, source)
 		}
 	}
 	return b.String()

@@ -61,8 +61,18 @@ type Release struct {
 	// when nothing does (Cluster API before v1.8 applies --tls-min-version
 	// to its webhook only).
 	TLSFlag string
+	// ShippedArgs (Shipped) are the diagnostics arguments as the release
+	// ships them, which the edit keeps in place; nil means Cluster API's
+	// manifests' pair (--diagnostics-address=:8443
+	// --insecure-diagnostics=false).
+	ShippedArgs []string
 	// Note is said to the user: why Unsupported, or a caveat.
 	Note string
+	// Unconfirmed says what of this release could not be read upstream
+	// (its source is not public, or the tag was not at hand): the release
+	// is assumed to ship as the one before, and a warning says so for this
+	// component alone.
+	Unconfirmed string
 	// Source is the upstream file the facts were read from.
 	Source string
 }
@@ -92,7 +102,7 @@ const MetricsPort = 8443
 
 // NewestChecked is the newest EKS Anywhere minor release the catalog was
 // checked against.
-var NewestChecked = spec.EKSAVersion{Major: 0, Minor: 26}
+var NewestChecked = spec.EKSAVersion{Major: 0, Minor: 27}
 
 // Resolved is a controller with the release a cluster runs.
 type Resolved struct {
@@ -144,8 +154,8 @@ func (m Management) Resolve(lo spec.EKSAVersion, hi *spec.EKSAVersion) (r Resolv
 // sameTreatment: two releases get the same objects and edits (a TLS flag
 // only some of them have is left out instead).
 func sameTreatment(a, b Release) bool {
-	a.From, a.Version, a.Note, a.Source, a.TLSFlag = spec.EKSAVersion{}, "", "", "", ""
-	b.From, b.Version, b.Note, b.Source, b.TLSFlag = spec.EKSAVersion{}, "", "", "", ""
+	a.From, a.Version, a.Note, a.Source, a.TLSFlag, a.Unconfirmed = spec.EKSAVersion{}, "", "", "", "", ""
+	b.From, b.Version, b.Note, b.Source, b.TLSFlag, b.Unconfirmed = spec.EKSAVersion{}, "", "", "", "", ""
 	return reflect.DeepEqual(a, b)
 }
 
@@ -162,11 +172,17 @@ func capiFamily(ns, deployment, sa, label string, providers ...string) Managemen
 		Releases: []Release{
 			{From: eksa(20), Version: "Cluster API v1.7.2", Method: Shipped, ServiceAccount: sa, Source: "kubernetes-sigs/cluster-api@v1.7.2:util/flags/diagnostics.go:43-53, util/flags/tls.go"},
 			{From: eksa(21), Version: "Cluster API v1.8.3 to v1.13.2", Method: Shipped, ServiceAccount: sa, TLSFlag: "--tls-min-version", Source: src},
+			// v1.14 moved the core provider's config to core/config; util/flags
+			// and every manager.yaml are unchanged from v1.13.2 (checked at
+			// v1.14.0 and the release-1.14 head ba9e23ad, 18 commits later;
+			// v1.14.3 itself was not at hand).
+			{From: eksa(27), Version: "Cluster API v1.14.3", Method: Shipped, ServiceAccount: sa, TLSFlag: "--tls-min-version",
+				Source: "kubernetes-sigs/cluster-api@v1.14.0:util/flags/manager.go:60,73,78,117-131, core/config/manager/manager.yaml:24-25,46-48 (and bootstrap/kubeadm, controlplane/kubeadm, test/infrastructure/docker config/manager/manager.yaml), */config/rbac/role.yaml (tokenreviews, subjectaccessreviews)"},
 		}}
 }
 
 // ManagementCatalog lists the management controllers EKS Anywhere v0.20 to
-// v0.26 install, in rendering order, as their shipped manifests and
+// v0.27 install, in rendering order, as their shipped manifests and
 // binaries are (docs/components.md cites each source).
 var ManagementCatalog = []Management{
 	{Namespace: "eksa-system", Deployment: "eksa-controller-manager", Container: "manager", PodLabels: map[string]string{"control-plane": "eksa-controller-manager"},
@@ -177,6 +193,9 @@ var ManagementCatalog = []Management{
 				Source: "aws/eks-anywhere@v0.24.0:manager/main.go:101, config/manager/manager.yaml:28-32, config/rbac/role.yaml:15-27"},
 			{From: eksa(25), Version: "eks-anywhere v0.25 and v0.26", Method: Shipped, ServiceAccount: "eksa-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
 				Source: "aws/eks-anywhere@v0.26.1:manager/main.go:97, config/manager/manager.yaml, config/rbac/role.yaml (no tokenreviews since d4e1bc20c)"},
+			{From: eksa(27), Version: "eks-anywhere v0.27", Method: Shipped, ServiceAccount: "eksa-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
+				Unconfirmed: "the v0.27.0 tag of aws/eks-anywhere was not at hand; main of 2026-08-18 (aebd9a0) has the same manager/main.go flags, config/manager and config/rbac as v0.26.1",
+				Source:      "aws/eks-anywhere@aebd9a0:manager/main.go:97,123-131, config/manager/manager.yaml:20-33, config/rbac/role.yaml"},
 		}},
 	capiFamily("capi-system", "capi-controller-manager", "capi-manager", "cluster-api"),
 	capiFamily("capi-kubeadm-bootstrap-system", "capi-kubeadm-bootstrap-controller-manager", "capi-kubeadm-bootstrap-manager", "bootstrap-kubeadm"),
@@ -188,6 +207,8 @@ var ManagementCatalog = []Management{
 				Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.13.1:main.go:226, config/rbac/role_binding.yaml (subject default)"},
 			{From: eksa(25), Version: "CAPV v1.15.3 and v1.16.1", Method: Shipped, ServiceAccount: "capv-manager", TLSFlag: "--tls-min-version",
 				Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.16.1:main.go:252, config/manager/manager.yaml, config/rbac/role.yaml"},
+			{From: eksa(27), Version: "CAPV v1.17.0", Method: Shipped, ServiceAccount: "capv-manager", TLSFlag: "--tls-min-version",
+				Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.17.0-rc.2 (release-1.17 head 4a1c83ba1 unchanged):main.go:260,598-606, config/manager/manager.yaml:21-22,45-47,69, config/rbac/role.yaml:97-108"},
 		}},
 	capiFamily("capd-system", "capd-controller-manager", "capd-manager", "infrastructure-docker", "docker"),
 	{Namespace: "capc-system", Deployment: "capc-controller-manager", Container: "manager", Providers: []string{"cloudstack"}, PodLabels: provider("infrastructure-cloudstack"),
@@ -201,17 +222,34 @@ var ManagementCatalog = []Management{
 		Releases: []Release{
 			{From: eksa(20), Version: "CAPX v1.3.5 to v1.6.2", Method: ShippedProxy, ServiceAccount: "capx-controller-manager", ProxyContainer: "kube-rbac-proxy", TLSFlag: "--tls-min-version",
 				Source: "nutanix-cloud-native/cluster-api-provider-nutanix@v1.6.1:config/default/manager_auth_proxy_patch.yaml, config/rbac/auth_proxy_role_binding.yaml"},
+			// CAPX v1.7 dropped its kube-rbac-proxy (8f9d417b, "enable secure
+			// metrics"): the manager serves /metrics itself through Cluster
+			// API's flags with controller-runtime's authentication and
+			// authorization filter, forced on even with
+			// --insecure-diagnostics; its port is named https, and it ships
+			// no --insecure-diagnostics argument, which is left so.
+			{From: eksa(27), Version: "CAPX v1.10.3", Method: Shipped, ServiceAccount: "capx-controller-manager", TLSFlag: "--tls-min-version",
+				ShippedArgs: []string{"--diagnostics-address=:8443"},
+				Source:      "nutanix-cloud-native/cluster-api-provider-nutanix@v1.10.3:main.go:174,228,235, config/default/manager_auth_proxy_patch.yaml:14-24 (port https 8443), config/rbac/auth_proxy_role.yaml:6-17; kubernetes-sigs/cluster-api@v1.13.1:util/flags/manager.go:60,73,78"},
 		}},
 	{Namespace: "capt-system", Deployment: "capt-controller-manager", Container: "manager", Providers: []string{"tinkerbell"}, PodLabels: provider("infrastructure-tinkerbell"),
 		Releases: []Release{
 			{From: eksa(20), Version: "CAPT v0.5.3 to v0.6.6", Method: Sidecar, ServiceAccount: "capt-controller-manager", AuthDelegator: true,
 				ListenFlag: "--metrics-bind-addr", UpstreamPort: 8080, Source: "tinkerbell/cluster-api-provider-tinkerbell@v0.6.6:main.go:93, config/rbac/role.yaml (no tokenreviews)"},
+			{From: eksa(27), Version: "CAPT v0.7.0 (development commit c3ee56df)", Method: Sidecar, ServiceAccount: "capt-controller-manager", AuthDelegator: true,
+				ListenFlag: "--metrics-bind-addr", UpstreamPort: 8080,
+				Unconfirmed: "commit c3ee56df was not at hand; v0.7.0 and main 35ff4e5 still serve plain HTTP on --metrics-bind-addr (default localhost:8080) with no filter",
+				Source:      "tinkerbell/cluster-api-provider-tinkerbell@35ff4e5:main.go:113-116,258-260, config/rbac/role.yaml (no tokenreviews)"},
 		}},
 	{Namespace: "capas-system", Deployment: "capas-controller-manager", Container: "manager", Providers: []string{"snow"}, PodLabels: provider("infrastructure-aws-snow"),
 		Releases: []Release{
 			{From: eksa(20), Version: "CAPAS v0.1.30 to v0.3.3", Method: Sidecar, ServiceAccount: "capas-controller-manager", AuthDelegator: true, UpstreamPort: 8080,
 				Note:   "the Snow provider's source and flags are not public, so no flag is passed: the sidecar assumes controller-runtime's default metrics listener on port 8080, which the binary keeps serving as plain HTTP inside the pod network; restrict it with a NetworkPolicy, and check the target with eksa-metrics verify",
 				Source: "aws/eks-anywhere-build-tooling@release-0.26:projects/aws/cluster-api-provider-aws-snow/manifests/infrastructure-components.yaml"},
+			{From: eksa(27), Version: "CAPAS v0.3.5", Method: Sidecar, ServiceAccount: "capas-controller-manager", AuthDelegator: true, UpstreamPort: 8080,
+				Note:        "the Snow provider's source and flags are not public, so no flag is passed: the sidecar assumes controller-runtime's default metrics listener on port 8080, which the binary keeps serving as plain HTTP inside the pod network; restrict it with a NetworkPolicy, and check the target with eksa-metrics verify",
+				Unconfirmed: "the v0.3.5 manifests were not at hand (eks-anywhere-build-tooling has no release-0.27 branch in the sources read)",
+				Source:      "aws/eks-anywhere-build-tooling@release-0.26:projects/aws/cluster-api-provider-aws-snow/manifests/infrastructure-components.yaml"},
 		}},
 	{Namespace: "etcdadm-bootstrap-provider-system", Deployment: "etcdadm-bootstrap-provider-controller-manager", Container: "manager", PodLabels: provider("bootstrap-etcdadm"),
 		Releases: []Release{
@@ -219,6 +257,9 @@ var ManagementCatalog = []Management{
 				ListenFlag: "--metrics-addr", UpstreamPort: 8080, Source: "aws/etcdadm-bootstrap-provider@v1.0.16:main.go:56, config/rbac/role.yaml (no tokenreviews)"},
 			{From: eksa(24), Version: "etcdadm-bootstrap-provider v1.0.18 to v1.0.22", Method: Shipped, ServiceAccount: "etcdadm-bootstrap-provider-manager", TLSFlag: "--tls-min-version",
 				Source: "aws/etcdadm-bootstrap-provider@v1.0.22:main.go:60, config/manager/manager.yaml, config/rbac/role.yaml"},
+			{From: eksa(27), Version: "etcdadm-bootstrap-provider (as pinned by v0.27)", Method: Shipped, ServiceAccount: "etcdadm-bootstrap-provider-manager", TLSFlag: "--tls-min-version",
+				Unconfirmed: "which release v0.27 pins was not at hand (the release notes read do not list it); v1.0.22, which v0.26 pins, is assumed",
+				Source:      "aws/etcdadm-bootstrap-provider@v1.0.22:main.go:60, config/manager/manager.yaml, config/rbac/role.yaml"},
 		}},
 	{Namespace: "etcdadm-controller-system", Deployment: "etcdadm-controller-controller-manager", Container: "manager", PodLabels: provider("bootstrap-etcdadm-controller"),
 		Releases: []Release{
@@ -226,12 +267,19 @@ var ManagementCatalog = []Management{
 				ListenFlag: "--metrics-addr", UpstreamPort: 8080, Source: "aws/etcdadm-controller@v1.0.24:main.go:64, config/rbac/role.yaml (no tokenreviews)"},
 			{From: eksa(24), Version: "etcdadm-controller v1.0.26 to v1.0.28", Method: Shipped, ServiceAccount: "etcdadm-controller-manager", TLSFlag: "--tls-min-version",
 				Source: "aws/etcdadm-controller@v1.0.28:main.go:69, config/manager/manager.yaml, config/rbac/role.yaml"},
+			{From: eksa(27), Version: "etcdadm-controller (as pinned by v0.27)", Method: Shipped, ServiceAccount: "etcdadm-controller-manager", TLSFlag: "--tls-min-version",
+				Unconfirmed: "which release v0.27 pins was not at hand; v1.0.28, the newest tag (main cabe3d4 is the same commit), is assumed",
+				Source:      "aws/etcdadm-controller@v1.0.28:main.go:69, config/manager/manager.yaml, config/rbac/role.yaml"},
 		}},
 	{Namespace: "eksa-packages", Deployment: "eks-anywhere-packages", Container: "controller", PodLabels: map[string]string{"control-plane": "controller-manager"},
 		Releases: []Release{
 			{From: eksa(20), Version: "eks-anywhere-packages v0.4.5 to v0.4.17", Method: Sidecar, ServiceAccount: "eks-anywhere-packages-serviceaccount",
 				ListenFlag: "--metrics-bind-address", UpstreamPort: 8080,
 				Source: "aws/eks-anywhere-packages@v0.4.17:cmd/server.go:57, charts/eks-anywhere-packages/templates/deployment.yaml, values.yaml, clusterrolebinding.yaml (proxy role)"},
+			{From: eksa(27), Version: "eks-anywhere-packages v0.4.20", Method: Sidecar, ServiceAccount: "eks-anywhere-packages-serviceaccount",
+				ListenFlag: "--metrics-bind-address", UpstreamPort: 8080,
+				Unconfirmed: "v0.4.20 was not at hand; v0.4.17 and main 1e8277a serve plain HTTP on --metrics-bind-address",
+				Source:      "aws/eks-anywhere-packages@1e8277a:cmd/server.go:57,83-84, charts/eks-anywhere-packages/templates/deployment.yaml:48"},
 		}},
 	certManager("cert-manager", "cert-manager-controller", "cert-manager", "controller", "cert-manager", false),
 	certManager("cert-manager-cainjector", "cert-manager-cainjector", "cert-manager-cainjector", "cainjector", "cainjector", true),
@@ -248,8 +296,14 @@ func certManager(deployment, container, sa, component, name string, since116 boo
 		return Release{From: eksa(from), Version: version, Method: Sidecar, ServiceAccount: sa, AuthDelegator: true, ListenFlag: "--metrics-listen-address", UpstreamPort: 9402,
 			Source: "cert-manager/cert-manager@v1.20.2 (controller: cmd/controller/app/options/options.go:192; cainjector: cmd/cainjector/app/options/options.go:114; webhook: pkg/webhook/options/options.go:101); eks-anywhere-build-tooling@release-0.26:projects/cert-manager/cert-manager/manifests/cert-manager.yaml"}
 	}
+	// v1.21: the same flags (and their TLS options, which still have no
+	// authentication); the controller's metrics Service port is named
+	// http-metrics in the chart, which eksa-metrics' own Service does not
+	// use. v1.21.2 is a patch release of bug and security fixes.
+	v121 := sidecar(27, "cert-manager v1.21.2")
+	v121.Source = "cert-manager/cert-manager@v1.21.1 (release-1.21 head 378ef0e28: go.mod only) (controller: cmd/controller/app/options/options.go:206; cainjector: cmd/cainjector/app/options/options.go:117; webhook: pkg/webhook/options/options.go:101; deploy/charts/cert-manager/templates/service.yaml:30-31)"
 	if !since116 {
-		m.Releases = []Release{sidecar(20, "cert-manager v1.14.7 to v1.20.2")}
+		m.Releases = []Release{sidecar(20, "cert-manager v1.14.7 to v1.20.2"), v121}
 		return m
 	}
 	m.Releases = []Release{
@@ -257,6 +311,7 @@ func certManager(deployment, container, sa, component, name string, since116 boo
 			Note:   "cert-manager before v1.16 has no --metrics-listen-address for " + component + ", so its metrics cannot be moved behind a proxy; it is not scraped",
 			Source: "cert-manager/cert-manager@v1.15.5 (no metrics flags in cmd/cainjector/app/options, pkg/webhook/options)"},
 		sidecar(22, "cert-manager v1.16.5 to v1.20.2"),
+		v121,
 	}
 	return m
 }

@@ -107,6 +107,9 @@ func management(c *spec.Config) ([]components.Resolved, []string) {
 		case r.Note != "":
 			warnings = append(warnings, fmt.Sprintf("%s (%s): %s", m.ID(), r.Version, r.Note))
 		}
+		if r.Unconfirmed != "" {
+			warnings = append(warnings, fmt.Sprintf("%s (%s in EKS Anywhere %s) was not confirmed upstream: %s; it is assumed to ship as before, so run eksa-metrics verify after apply", m.ID(), r.Version, lo, r.Unconfirmed))
+		}
 		if c.TLSMinVersion != metricsv1alpha1.TLS12 && r.TLSFlag == "" && r.Method != components.Sidecar {
 			warnings = append(warnings, fmt.Sprintf("%s (%s) has no flag that sets the TLS minimum of its metrics endpoint, which keeps accepting TLS 1.2", m.ID(), r.Version))
 		}
@@ -151,6 +154,9 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 		switch m.Method {
 		case components.Shipped:
 			e.SetArgs = []string{fmt.Sprintf("--diagnostics-address=:%d", components.MetricsPort), "--insecure-diagnostics=false"}
+			if m.ShippedArgs != nil {
+				e.SetArgs = slices.Clone(m.ShippedArgs)
+			}
 			if tls && m.TLSFlag != "" {
 				e.SetArgs = append(e.SetArgs, m.TLSFlag+"="+c.TLSMinVersion)
 			}

@@ -210,6 +210,41 @@ func TestManagementCatalogAgainstUpstreamManifests(t *testing.T) {
 	}
 }
 
+// EKS-A v0.27, on the manifests of what it ships where they are at hand
+// (CAPX v1.10.3, CAPV v1.17.0's release candidate, CAPT v0.7.0) and on
+// v0.26's for the components assumed unchanged: what is rendered fits, and
+// the controllers that serve metrics securely (CAPX now among them: its own
+// https port, no kube-rbac-proxy) are not touched.
+func TestManagementV027AgainstUpstreamManifests(t *testing.T) {
+	files := maps.Clone(upstreamFile)
+	files["capx-controller-manager"] = "capx-v1.10.3.yaml"
+	files["capv-controller-manager"] = "capv-v1.17.0-rc.2.yaml"
+	files["capt-controller-manager"] = "capt-v0.7.0.yaml"
+	for _, p := range allProviders {
+		c := mgmtConfig(p, "v0.27.0")
+		if p == spec.ProviderCloudStack {
+			continue // removed in v0.26
+		}
+		for _, e := range templates.ManagementEdits(c) {
+			t.Run(string(p)+"/"+e.Component.Deployment, func(t *testing.T) {
+				changed := checkAgainstManifest(t, files[e.Component.Deployment], c, e)
+				if want := e.Component.Method == components.Sidecar; changed != want {
+					t.Errorf("%s (%s, %s): the edit changed the shipped Deployment: %t, want %t", e.Component.Deployment, e.Component.Version, e.Component.Method, changed, want)
+				}
+			})
+		}
+	}
+	c := mgmtConfig(spec.ProviderNutanix, "v0.27.0")
+	c.TLSMinVersion = metricsv1alpha1.TLS13
+	for _, e := range templates.ManagementEdits(c) {
+		if e.Component.Deployment == "capx-controller-manager" {
+			if e.Container != "manager" || !slices.Contains(e.SetArgs, "--tls-min-version=VersionTLS13") || !checkAgainstManifest(t, files[e.Component.Deployment], c, e) {
+				t.Errorf("CAPX v1.10.3 for TLS 1.3: container %s, args %v", e.Container, e.SetArgs)
+			}
+		}
+	}
+}
+
 // Asked for TLS 1.3, the controllers that can enforce it get the flag where
 // they serve metrics: the manager's secure diagnostics, CAPX's own
 // kube-rbac-proxy, the sidecar.
@@ -342,8 +377,19 @@ func TestManagementReleases(t *testing.T) {
 		!strings.Contains(w, "capas-system/capas-controller-manager (CAPAS v0.1.30 to v0.3.3): the Snow provider's source and flags are not public") {
 		t.Errorf("warnings: %s", w)
 	}
-	if w := warnings(mgmtConfig(spec.ProviderVSphere, "v0.27.0")); !strings.Contains(w, "EKS Anywhere v0.27.0 is newer than the releases the management catalog was checked against") {
+	if w := warnings(mgmtConfig(spec.ProviderVSphere, "v0.28.0")); !strings.Contains(w, "EKS Anywhere v0.28.0 is newer than the releases the management catalog was checked against") {
 		t.Errorf("warnings: %s", w)
+	}
+	// v0.27: checked, but for the components whose release could not be
+	// read upstream: a warning for each of those, and no other.
+	w := warnings(mgmtConfig(spec.ProviderNutanix, "v0.27.0"))
+	if strings.Contains(w, "newer than the releases") || strings.Contains(w, "capx-system") || strings.Contains(w, "capi-system") {
+		t.Errorf("v0.27 warns of what was checked: %s", w)
+	}
+	for _, id := range []string{"eksa-system/eksa-controller-manager", "eksa-packages/eks-anywhere-packages", "etcdadm-controller-system/etcdadm-controller-controller-manager"} {
+		if !strings.Contains(w, id+" (") || !strings.Contains(w, "was not confirmed upstream") {
+			t.Errorf("v0.27: no warning for %s: %s", id, w)
+		}
 	}
 	if w := warnings(mgmtConfig(spec.ProviderVSphere, "v0.26.4")); w != "" {
 		t.Errorf("v0.26.4 warns: %s", w)
