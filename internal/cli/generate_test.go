@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 )
@@ -222,5 +223,31 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ := run(t, "", "version")
 	if code != 0 || !strings.HasPrefix(stdout, "eksa-metrics ") {
 		t.Fatalf("exit %d, %q", code, stdout)
+	}
+}
+
+// A spec saved as UTF-16 with a byte-order mark (some Windows editors) is
+// refused naming the encoding, and nothing is written: cluster.yaml, which
+// is the file's own bytes less the metrics section, would be wrong.
+func TestGenerateRefusesUTF16(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/docker-bindaddress.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := []byte{0xFF, 0xFE}
+	for _, r := range utf16.Encode([]rune(string(raw))) {
+		u = append(u, byte(r), byte(r>>8))
+	}
+	p := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(p, u, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := run(t, "", "generate", "-f", p, "-o", "kustomize", "--output-dir", out)
+	if code != ExitInvalid || stdout != "" || !strings.Contains(stderr, p+": the file is UTF-16 (little-endian) with a byte-order mark") {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("something was written: %v", err)
 	}
 }

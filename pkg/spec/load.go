@@ -70,6 +70,9 @@ func Load(path string, r io.Reader) (*File, error) {
 	if len(raw) > MaxFileSize {
 		return nil, f.invalid(Problem{File: path, Detail: fmt.Sprintf("file is larger than %d MiB; a cluster file is a few kilobytes, check that this is the right file", MaxFileSize>>20)})
 	}
+	if probs := encodingProblems(path, raw); len(probs) > 0 {
+		return nil, f.invalid(probs...)
+	}
 	if err := f.parseDocuments(); err != nil {
 		return nil, err
 	}
