@@ -89,6 +89,10 @@ func (o *ValidateOptions) Validate() error {
 		if !known[s] {
 			return usageErrorf("--skip %q is not a check; checks: %s", s, strings.Join(names, ", "))
 		}
+		if s == "spec-loads" {
+			// Skipped, an invalid spec would pass with nothing checked.
+			return usageErrorf("--skip spec-loads: every other check needs the spec loaded, so it cannot be skipped; fix the problems it lists")
+		}
 	}
 	if o.From != "" && len(o.Filenames) != 1 {
 		return usageErrorf("--from compares one spec with its old version: give one -f")

@@ -197,3 +197,19 @@ func TestValidateRefusesRenderedOutputInInputDir(t *testing.T) {
 		}
 	}
 }
+
+// spec-loads cannot be skipped: an invalid spec would pass with nothing
+// checked (exit 0).
+func TestValidateCannotSkipSpecLoads(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  kubernetesVersion: \"1.36.2\"\n  datacenterRef: {kind: DockerDatacenterConfig, name: c}\n  metrics:\n    scrapers: [{kind: Group, name: g}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "", "validate", "-f", p, "--skip", "spec-loads")
+	if code != ExitUsage || !strings.Contains(stderr, "cannot be skipped") {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+	if code, stdout, _ := run(t, "", "validate", "-f", p); code != ExitInvalid || !strings.Contains(stdout, `write "1.36"`) {
+		t.Errorf("the spec itself: exit %d:\n%s", code, stdout)
+	}
+}

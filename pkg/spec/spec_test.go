@@ -270,3 +270,29 @@ func TestDidYouMeanEnumValues(t *testing.T) {
 		t.Errorf("not a NotSupported error: %q", got)
 	}
 }
+
+// kubernetesVersion is a minor version, as EKS Anywhere's KubernetesVersion
+// constants spell it: a patch release or a "v" is refused, with the value to
+// write.
+func TestKubernetesVersionIsAMinorVersion(t *testing.T) {
+	for kube, want := range map[string]string{
+		`"1.36"`:   "",
+		`"1.36.2"`: `write "1.36"`,
+		`"v1.36"`:  `write "1.36"`,
+		`1.3`:      "eksa-metrics supports Kubernetes",
+	} {
+		doc := "apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\nmetadata: {name: c}\nspec:\n  kubernetesVersion: " + kube + "\n  datacenterRef: {kind: DockerDatacenterConfig, name: c}\n  metrics:\n    scrapers: [{kind: Group, name: g}]\n"
+		f, err := Load("c.yaml", strings.NewReader(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errs []string
+		for _, e := range Validate(f.Input(), Default(f.Input(), Options{}), Options{}).Errors() {
+			errs = append(errs, e.String())
+		}
+		got := strings.Join(errs, "\n")
+		if want == "" && got != "" || want != "" && (!strings.Contains(got, "spec.kubernetesVersion") || !strings.Contains(got, want)) {
+			t.Errorf("kubernetesVersion: %s: %q, want %q", kube, got, want)
+		}
+	}
+}

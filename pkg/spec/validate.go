@@ -40,6 +40,12 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 		cErrs = append(cErrs, field.Required(cs.Child("kubernetesVersion"), "eksa-metrics renders per Kubernetes version"))
 	} else if v, err := ParseKubeVersion(cl.Spec.KubernetesVersion); err != nil {
 		cErrs = append(cErrs, field.Invalid(cs.Child("kubernetesVersion"), cl.Spec.KubernetesVersion, err.Error()+"; quote it"))
+	} else if v.String() != cl.Spec.KubernetesVersion {
+		// EKS Anywhere's KubernetesVersion is a minor release; its bundle
+		// picks the patch release (aws/eks-anywhere
+		// pkg/api/v1alpha1/cluster_types.go, the Kube1xx constants).
+		cErrs = append(cErrs, field.Invalid(cs.Child("kubernetesVersion"), cl.Spec.KubernetesVersion, fmt.Sprintf(
+			"EKS Anywhere takes a minor version here, such as %q (its bundle picks the patch release), and refuses %q: write %q", v.String(), cl.Spec.KubernetesVersion, v.String())))
 	} else if v.Major != 1 || v.Minor < MinKube.Minor || v.Minor > MaxKube.Minor {
 		cErrs = append(cErrs, field.Invalid(cs.Child("kubernetesVersion"), cl.Spec.KubernetesVersion, fmt.Sprintf("eksa-metrics supports Kubernetes %s to %s", MinKube, MaxKube)))
 	} else {
