@@ -192,3 +192,19 @@ func TestOutputDirThroughASymlinkIsRefused(t *testing.T) {
 		t.Errorf("the link's target went from %d to %d entries", len(before), len(after))
 	}
 }
+
+// validate -f DIR holds one spec per cluster as generate does: the second
+// spec of a cluster name fails spec-loads, naming the first.
+func TestValidateFleetRefusesTwoSpecsOfOneCluster(t *testing.T) {
+	dir := writeFleet(t, 3, nil)
+	if err := os.WriteFile(filepath.Join(dir, "site-2", "store-0001-copy.yaml"), []byte(fleetSpec(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ := run(t, "", "validate", "-f", dir)
+	if code != ExitInvalid || !strings.Contains(stdout, `cluster "store-0001" is also defined in `) || !strings.Contains(stdout, "store-0001.yaml, which comes first") {
+		t.Errorf("exit %d:\n%s", code, stdout)
+	}
+	if code, _, stderr := run(t, "", "generate", "-f", dir, "-o", "kustomize", "--output-dir", filepath.Join(t.TempDir(), "out")); code != ExitInvalid || !strings.Contains(stderr, `cluster "store-0001" is also defined in`) {
+		t.Errorf("generate: exit %d:\n%s", code, stderr)
+	}
+}

@@ -324,7 +324,7 @@ func TestValidateUpgradeAdvice(t *testing.T) {
 	}
 	other := writeSpec(t, dir, "other.yaml", specWith("d", okScrapers))
 	code, stdout, _ := run(t, "", "validate", "-f", cur, "--from", other)
-	if code == ExitOK || !strings.Contains(stdout, `--from is a spec of cluster "d" and -f of cluster "c"`) {
+	if code != ExitInvalid || !strings.Contains(stdout, `--from is a spec of cluster "d" and -f of cluster "c"`) {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 }

@@ -213,10 +213,30 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 	if err != nil {
 		return err
 	}
-	reports := make([]validate.FileReport, len(files))
+	inputs := make([]*validate.Input, len(files))
 	engine.Parallel(ctx, len(files), 0, func(i int) {
 		in := &validate.Input{Path: files[i]}
 		in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], opts)
+		inputs[i] = in
+	})
+	// Each cluster needs one spec, as generate holds it: the first in
+	// input order stands, the next fails to load.
+	owner := map[string]string{}
+	for _, in := range inputs {
+		if in.Result == nil {
+			continue
+		}
+		name := in.Result.Config.ClusterName
+		if prev, dup := owner[name]; dup {
+			in.Result, in.LoadErr = nil, &spec.InvalidError{Problems: []spec.Problem{{File: in.Path, Field: "metadata.name", Detail: fmt.Sprintf(
+				"cluster %q is also defined in %s, which comes first; each cluster needs one spec (generate writes the first and refuses this one)", name, prev)}}}
+			continue
+		}
+		owner[name] = in.Path
+	}
+	reports := make([]validate.FileReport, len(files))
+	engine.Parallel(ctx, len(files), 0, func(i int) {
+		in := inputs[i]
 		results := validate.Run(ctx, in, o.skipSet())
 		if o.Strict {
 			results = validate.Strict(results)

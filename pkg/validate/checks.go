@@ -299,7 +299,7 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 			Remediation: "give --from the -f spec's version on the base branch (git show BASE:FILE > base/FILE), and fix each problem at the file:line given"}
 	}
 	if on, nn := in.Old.Config.ClusterName, in.Result.Config.ClusterName; on != nn {
-		return Result{Status: Error, Message: fmt.Sprintf("--from is a spec of cluster %q and -f of cluster %q: nothing to compare", on, nn),
+		return Result{Status: Fail, Message: fmt.Sprintf("--from is a spec of cluster %q and -f of cluster %q: nothing to compare (an input error)", on, nn),
 			Remediation: "give --from the same cluster's spec before the change (the base branch's version of the -f file)"}
 	}
 	changes := render.Transition(in.Old, in.Result)
