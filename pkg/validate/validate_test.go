@@ -279,19 +279,27 @@ func TestJUnit(t *testing.T) {
 					Text    string `xml:",chardata"`
 				} `xml:"failure"`
 				Error   *struct{} `xml:"error"`
-				Skipped *struct{} `xml:"skipped"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+					Text    string `xml:",chardata"`
+				} `xml:"skipped"`
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
 	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatalf("not XML: %v\n%s", err, buf.String())
 	}
-	if doc.Tests != 5 || doc.Failures != 1 || doc.Errors != 1 || doc.Skipped != 1 || len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 5 {
+	// The warning is a skipped case with its message: CI systems show
+	// those, and would show a pass as green.
+	if doc.Tests != 5 || doc.Failures != 1 || doc.Errors != 1 || doc.Skipped != 2 || len(doc.Suites) != 1 || len(doc.Suites[0].Cases) != 5 {
 		t.Fatalf("counts: %+v", doc)
 	}
 	b := doc.Suites[0].Cases[1]
 	if b.Name != "b" || b.Failure == nil || b.Failure.Message != "broken <&>" || !strings.Contains(b.Failure.Text, "remediation: fix it") || b.Class == "" {
 		t.Fatalf("failure case: %+v", b)
+	}
+	if w := doc.Suites[0].Cases[2].Skipped; w == nil || !strings.HasPrefix(w.Message, "WARNING: ") {
+		t.Fatalf("the warning case: %+v", doc.Suites[0].Cases[2])
 	}
 	if doc.Suites[0].Cases[3].Skipped == nil || doc.Suites[0].Cases[4].Error == nil || doc.Suites[0].Cases[2].Failure != nil {
 		t.Fatalf("skipped/error/warn cases: %+v", doc.Suites[0].Cases)
