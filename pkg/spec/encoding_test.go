@@ -51,3 +51,17 @@ func TestLoadRefusesWhatItCannotWriteBack(t *testing.T) {
 		}
 	}
 }
+
+// A key set twice in a document eksa-metrics does not decode whole (a
+// machine config) is refused at its line, as EKS Anywhere refuses it: a
+// missing "---" runs two documents together and makes one.
+func TestLoadRefusesDuplicateKeysInOtherDocuments(t *testing.T) {
+	doc := encodingSpec + "---\napiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: DockerDatacenterConfig\nmetadata: {name: c}\nspec: {}\napiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: Cluster\n"
+	_, err := Load("c.yaml", strings.NewReader(doc))
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:14: apiVersion: duplicate key (already set on line 10) in the DockerDatacenterConfig document") {
+		t.Errorf("%v", err)
+	}
+	if _, err := Load("c.yaml", strings.NewReader(encodingSpec+"---\napiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: DockerDatacenterConfig\nmetadata: {name: c}\nspec: {}\n")); err != nil {
+		t.Errorf("without the duplicate: %v", err)
+	}
+}

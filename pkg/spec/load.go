@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -82,6 +83,11 @@ func Load(path string, r io.Reader) (*File, error) {
 		probs = append(probs, f.decodeCluster()...)
 	}
 	probs = append(probs, f.decodeMetrics()...)
+	for _, d := range f.docs {
+		if d != f.clusterDoc && d != f.metricsDoc && !slices.Contains(f.clusters, d) {
+			probs = append(probs, duplicateKeys(path, d)...)
+		}
+	}
 	for _, d := range f.docs {
 		if isMachineConfig(d) {
 			var mc MachineConfig
@@ -206,6 +212,38 @@ func (f *File) parseDocuments() error {
 		f.docs = append(f.docs, d)
 	}
 	return nil
+}
+
+// duplicateKeys finds a key set twice in one mapping of a document that
+// eksa-metrics does not decode whole (the machine and datacenter configs):
+// EKS Anywhere's decoder refuses it, and a missing "---" that runs two
+// documents together makes one.
+func duplicateKeys(file string, d *document) []Problem {
+	var out []Problem
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			seen := map[string]int{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				child := strings.TrimPrefix(path+"."+k.Value, ".")
+				if first, dup := seen[k.Value]; dup && k.Kind == yaml.ScalarNode {
+					detail := fmt.Sprintf("duplicate key (already set on line %d) in the %s document: EKS Anywhere refuses it; a missing --- between two documents makes one", first, d.kind)
+					out = append(out, Problem{File: file, Line: k.Line, Field: child, Detail: detail})
+					continue
+				}
+				seen[k.Value] = k.Line
+				walk(n.Content[i+1], child)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
+	}
+	walk(d.root, "")
+	return out
 }
 
 func yamlProblem(file string, raw []byte, err error) Problem {
