@@ -65,3 +65,13 @@ func TestLoadRefusesDuplicateKeysInOtherDocuments(t *testing.T) {
 		t.Errorf("without the duplicate: %v", err)
 	}
 }
+
+// An alias to another document's anchor is refused at its line.
+func TestLoadRefusesAliasesAcrossDocuments(t *testing.T) {
+	doc := "apiVersion: anywhere.eks.amazonaws.com/v1alpha1\nkind: DockerDatacenterConfig\nmetadata: {name: &n c}\nspec: {}\n---\n" +
+		strings.Replace(encodingSpec, "metadata: {name: c}", "metadata: {name: *n}", 1)
+	_, err := Load("c.yaml", strings.NewReader(doc))
+	if err == nil || !strings.Contains(err.Error(), "c.yaml:8: alias *n refers to the anchor on line 3, in another document") {
+		t.Errorf("%v", err)
+	}
+}

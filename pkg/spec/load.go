@@ -87,6 +87,7 @@ func Load(path string, r io.Reader) (*File, error) {
 		if d != f.clusterDoc && d != f.metricsDoc && !slices.Contains(f.clusters, d) {
 			probs = append(probs, duplicateKeys(path, d)...)
 		}
+		probs = append(probs, crossDocumentAliases(path, d)...)
 	}
 	for _, d := range f.docs {
 		if isMachineConfig(d) {
@@ -243,6 +244,34 @@ func duplicateKeys(file string, d *document) []Problem {
 		}
 	}
 	walk(d.root, "")
+	return out
+}
+
+// crossDocumentAliases finds an alias to an anchor of another document: a
+// YAML anchor holds within its document (YAML 1.2, 3.2.2.2), the YAML
+// library resolves it across documents anyway, and EKS Anywhere's decoder,
+// which reads each document alone, refuses it.
+func crossDocumentAliases(file string, d *document) []Problem {
+	var out []Problem
+	seen := map[*yaml.Node]bool{}
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		if n.Kind == yaml.AliasNode {
+			if a := n.Alias; a != nil && (a.Line < d.firstLine || a.Line > d.lastLine) {
+				out = append(out, Problem{File: file, Line: n.Line, Detail: fmt.Sprintf(
+					"alias *%s refers to the anchor on line %d, in another document: an anchor holds within its own document, and EKS Anywhere refuses this; write the value out", n.Value, a.Line)})
+			}
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(d.root)
 	return out
 }
 
