@@ -171,7 +171,7 @@ func (d *decoder) structValue(n *yaml.Node, rv reflect.Value, path *field.Path) 
 		idx, known := fields[k.Value]
 		if !known {
 			if d.strict {
-				d.fail(k.Line, field.Forbidden(child, "unknown field; known fields: "+strings.Join(slices.Sorted(maps.Keys(fields)), ", ")))
+				d.fail(k.Line, field.Forbidden(child, "unknown field"+didYouMeanField(k.Value, slices.Sorted(maps.Keys(fields)))+"; known fields: "+strings.Join(slices.Sorted(maps.Keys(fields)), ", ")))
 			}
 			continue
 		}
@@ -252,4 +252,19 @@ func shortValue(n *yaml.Node) string {
 		return "<list>"
 	}
 	return "<alias>"
+}
+
+// didYouMeanField names the known field closest to a mistyped one (an edit
+// distance of at most 2, case aside), or nothing.
+func didYouMeanField(name string, known []string) string {
+	best, dist := "", 3
+	for _, k := range known {
+		if d := EditDistance(strings.ToLower(name), strings.ToLower(k)); d < dist {
+			best, dist = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
 }

@@ -75,3 +75,13 @@ func TestLoadRefusesAliasesAcrossDocuments(t *testing.T) {
 		t.Errorf("%v", err)
 	}
 }
+
+// A mistyped field of the metrics section names the field meant.
+func TestUnknownFieldSaysWhichWasMeant(t *testing.T) {
+	_, err := Load("c.yaml", strings.NewReader(encodingSpec+"    exposer: proxy\n    zpages: {statusz: true}\n"))
+	for _, want := range []string{`c.yaml:9: spec.metrics.exposer: Forbidden: unknown field (did you mean "exposure"?)`, `spec.metrics.zpages: Forbidden: unknown field (did you mean "zPages"?)`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in: %v", want, err)
+		}
+	}
+}
