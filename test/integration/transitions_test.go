@@ -365,6 +365,20 @@ func podTemplates(t *testing.T, cp *framework.ControlPlane) map[string]string {
 	return out
 }
 
+// restartedSince lists, sorted, the Deployments and DaemonSets whose pod
+// template changed since podTemplates returned before.
+func restartedSince(t *testing.T, cp *framework.ControlPlane, before map[string]string) []string {
+	t.Helper()
+	var out []string
+	for k, tmpl := range podTemplates(t, cp) {
+		if was, ok := before[k]; ok && was != tmpl {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 func kcpGeneration(t *testing.T, cp *framework.ControlPlane) int64 {
 	t.Helper()
 	return liveKCP(t, cp, spec.CAPIv1beta2).GetGeneration()
@@ -468,13 +482,7 @@ func TestTransitionsMatchAFreshApply(t *testing.T) {
 		if row.predictedRolls != row.performedRolls {
 			t.Errorf("%s -> %s: control-plane rollout predicted %t, performed %t", from.name, to.name, rolls, row.performedRolls)
 		}
-		var restarted []string
-		for k, tmpl := range podTemplates(t, cp) {
-			if before, ok := templatesBefore[k]; ok && before != tmpl {
-				restarted = append(restarted, k)
-			}
-		}
-		sort.Strings(restarted)
+		restarted := restartedSince(t, cp, templatesBefore)
 		kubeProxyRestart := slices.Contains(restarts, "DaemonSet kube-system/kube-proxy")
 		if kubeProxyRestart {
 			restarts = slices.DeleteFunc(restarts, func(s string) bool { return s == "DaemonSet kube-system/kube-proxy" })
@@ -641,13 +649,7 @@ func transitionAcrossV1beta2(t *testing.T, fromMetrics, toMetrics string) {
 	if performedRolls := kcpGeneration(t, cp) != gen; performedRolls != rolls {
 		t.Errorf("control-plane rollout predicted %t, performed %t", rolls, performedRolls)
 	}
-	var restarted []string
-	for k, tmpl := range podTemplates(t, cp) {
-		if before, ok := templatesBefore[k]; ok && before != tmpl {
-			restarted = append(restarted, k)
-		}
-	}
-	sort.Strings(restarted)
+	restarted := restartedSince(t, cp, templatesBefore)
 	restarts = slices.DeleteFunc(restarts, func(s string) bool { return s == "DaemonSet kube-system/kube-proxy" })
 	if !slices.Equal(restarts, restarted) {
 		t.Errorf("pods restart, predicted %v, performed %v", restarts, restarted)
