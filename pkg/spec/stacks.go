@@ -66,6 +66,13 @@ type Stack struct {
 	// GrafanaSidecar: the stack's Grafana loads dashboards from ConfigMaps
 	// labelled grafana_dashboard: "1" (kube-prometheus-stack's sidecar).
 	GrafanaSidecar bool
+	// TextOnly: the stack's scraper reads the text exposition format only
+	// and refuses scrape-config fields it does not know, so the plain file
+	// rendered for it leaves out always_scrape_classic_histograms (vmagent:
+	// VictoriaMetrics lib/promscrape/config.go, ScrapeConfig has no such
+	// field and -promscrape.config.strictParse defaults to true; a text
+	// scrape always carries the classic buckets).
+	TextOnly bool
 	// Jobs are the job labels the stack's dashboards expect, by component
 	// (components.ID), where they differ from the catalog's.
 	Jobs map[string]string
@@ -140,7 +147,7 @@ var Stacks = map[metricsv1alpha1.Stack]Stack{
 	// The VictoriaMetrics operator converts ServiceMonitors into
 	// VMServiceScrapes; a vmagent without it reads the plain scrape file.
 	// An operator VMAgent <name> runs as vmagent-<name>.
-	metricsv1alpha1.StackVictoriaMetrics: {ServiceMonitors: true, File: true, Namespace: "monitoring",
+	metricsv1alpha1.StackVictoriaMetrics: {ServiceMonitors: true, File: true, Namespace: "monitoring", TextOnly: true,
 		ReleaseAllowed: true, ReleaseNames: "the VMAgent name",
 		Scraper: func(release, ns string) *metricsv1alpha1.Scraper {
 			if release == "" {

@@ -238,10 +238,13 @@ func ServiceMonitors(c *spec.Config) []Object {
 		sm := &monitoringv1.ServiceMonitor{
 			ObjectMeta: meta,
 			Spec: monitoringv1.ServiceMonitorSpec{
-				JobLabel:          t.jobLabel,
-				Endpoints:         eps,
-				Selector:          metav1.LabelSelector{MatchLabels: t.selector},
-				NamespaceSelector: monitoringv1.NamespaceSelector{MatchNames: []string{t.serviceNS}},
+				JobLabel:  t.jobLabel,
+				Endpoints: eps,
+				// The classic buckets stay when the Prometheus scrapes
+				// native histograms (always_scrape_classic_histograms).
+				NativeHistogramConfig: monitoringv1.NativeHistogramConfig{ScrapeClassicHistograms: ptr.To(true)},
+				Selector:              metav1.LabelSelector{MatchLabels: t.selector},
+				NamespaceSelector:     monitoringv1.NamespaceSelector{MatchNames: []string{t.serviceNS}},
 			},
 		}
 		out = append(out, toObject(monitoringv1.SchemeGroupVersion.String(), monitoringv1.ServiceMonitorsKind, sm))
@@ -304,6 +307,7 @@ type scrapeJob struct {
 	Scheme               string
 	MetricsPath          string
 	HonorLabels          bool
+	ClassicHistograms    bool
 	Authorization        *authorization
 	TLSConfig            *tlsConfig
 	KubernetesSDConfigs  []kubernetesSD
@@ -352,6 +356,10 @@ func scrapeJobs(c *spec.Config) []scrapeJob {
 				Scheme:      t.scheme,
 				MetricsPath: p,
 				HonorLabels: kubelet,
+				// Kubernetes 1.37 serves native histograms (KEP-5808); a
+				// Prometheus that scrapes them natively keeps the _bucket
+				// series the rules and dashboards read only with this.
+				ClassicHistograms: !profileOf(c).TextOnly,
 			}
 			if t.scheme == "https" { // never a token over plain HTTP
 				job.Authorization = &authorization{CredentialsFile: saTokenFile}
@@ -462,6 +470,9 @@ func writeJob(b *strings.Builder, job scrapeJob, indent string, asMap bool) {
 	line("  metrics_path: %s", yamlScalar(job.MetricsPath))
 	if job.HonorLabels {
 		line("  honor_labels: true")
+	}
+	if job.ClassicHistograms {
+		line("  always_scrape_classic_histograms: true")
 	}
 	if job.Authorization != nil {
 		line("  authorization:")

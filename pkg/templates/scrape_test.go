@@ -8,6 +8,7 @@ import (
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
@@ -84,6 +85,27 @@ func TestScrapeConfigFileParses(t *testing.T) {
 		mgmt := slices.Contains(ManagementJobs(c), set["job"])
 		if set["job"] == "" || mgmt != (set[TargetClusterLabel] == "") || !mgmt && set[TargetClusterLabel] != "c" {
 			t.Errorf("job %s sets the labels %v, want job and %s: c", j.JobName, set, TargetClusterLabel)
+		}
+	}
+}
+
+// Every job of the plain file and every ServiceMonitor keeps the classic
+// buckets when the Prometheus scrapes native histograms (Kubernetes 1.37
+// serves them), except in the file for vmagent, which refuses the field and
+// scrapes text only. The e2e proves both with the real agents.
+func TestClassicHistogramsStay(t *testing.T) {
+	for _, stack := range []metricsv1alpha1.Stack{"", metricsv1alpha1.StackPrometheus, metricsv1alpha1.StackVictoriaMetrics} {
+		c := &spec.Config{ClusterName: "c", Exposure: metricsv1alpha1.ExposureProxy, APIServer: true, ControllerManager: true, Scheduler: true, Etcd: true, KubeProxy: true, Kubelet: true,
+			Stack: stack, ServiceMonitors: true, MonitoringNamespace: "monitoring"}
+		text := ScrapeConfigFile(c)
+		jobs, kept := strings.Count(text, "- job_name: "), strings.Count(text, "\n  always_scrape_classic_histograms: true\n")
+		if want := jobs; stack == metricsv1alpha1.StackVictoriaMetrics && kept != 0 || stack != metricsv1alpha1.StackVictoriaMetrics && kept != want || jobs == 0 {
+			t.Errorf("stack %q: %d of %d jobs keep the classic histograms\n%s", stack, kept, jobs, text)
+		}
+		for _, o := range ServiceMonitors(c) {
+			if v, _, _ := unstructured.NestedBool(o, "spec", "scrapeClassicHistograms"); !v {
+				t.Errorf("stack %q: ServiceMonitor %v without scrapeClassicHistograms", stack, o["metadata"])
+			}
 		}
 	}
 }
