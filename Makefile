@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/eksa-metrics/eksa-metrics/internal/cli.Version=$(VERSION)
 UNIT_PKGS = ./cmd/... ./config/... ./internal/... ./pkg/...
 # The packages with golden files (their tests named *Golden*; testutil.Golden's -update flag).
-GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates ./pkg/components
+GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates ./pkg/components ./pkg/spec
 # controller-gen, pinned and cached like the test bed (hack/build-controller-gen.sh).
 CONTROLLER_GEN ?= bin/controller-gen
 FUZZTIME ?= 30s

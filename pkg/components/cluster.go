@@ -129,7 +129,7 @@ func Enabled(c *spec.Config) []Cluster {
 // components). The kubelet's gates come from EKS-A's machine configuration
 // and kube-proxy's from its ConfigMap, which eksa-metrics does not set.
 func ServesZPages(c *spec.Config, row Cluster) bool {
-	return row.ZPages && (c.KubeVersion.AtLeast(spec.ZPagesDefaultOnMinor) || row.Kubeadm != "" && c.KubeVersion.ZPageGatesNeeded())
+	return row.ZPages && (c.KubeVersion.ZPagesByDefault() || row.Kubeadm != "" && c.KubeVersion.ZPageGatesNeeded())
 }
 
 // Where returns the enabled rows that satisfy keep.

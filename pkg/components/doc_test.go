@@ -10,6 +10,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
@@ -102,4 +103,24 @@ func TestComponentsDocShowsTheManagementCatalog(t *testing.T) {
 	}
 	want := doc[:start+len(tableStart)] + managementTable() + doc[end:]
 	testutil.Golden(t, path, []byte(want))
+}
+
+// The catalog and the release table of pkg/spec agree: the catalog was
+// checked against the newest release in the table (adding a release row
+// asks for its catalog rows), and each catalog row starts at a release the
+// table knows.
+func TestCatalogFollowsTheReleaseTable(t *testing.T) {
+	if components.NewestChecked != spec.NewestEKSA {
+		t.Errorf("the catalog was checked against %s, the release table ends at %s: check each controller at the new release and add its rows", components.NewestChecked, spec.NewestEKSA)
+	}
+	for _, m := range components.ManagementCatalog {
+		if m.Releases[0].From != spec.MinEKSA {
+			t.Errorf("%s starts at %s, not at %s", m.ID(), m.Releases[0].From, spec.MinEKSA)
+		}
+		for _, r := range m.Releases {
+			if rel, known := r.From.Release(); !known || rel.Version() != r.From {
+				t.Errorf("%s: a row from %s, which is not a release of the table", m.ID(), r.From)
+			}
+		}
+	}
 }

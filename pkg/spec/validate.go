@@ -206,7 +206,7 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 
 	// Version-dependent rules.
 	kv := c.KubeVersion
-	if kv.Major == 1 && !kv.AtLeast(ZPagesMinMinor) {
+	if kv.Major == 1 && !kv.ServesZPages() {
 		for _, z := range []struct {
 			name string
 			on   *bool
@@ -405,7 +405,7 @@ func InsecureExposed(c *Config) string {
 // whose PUT sets the log verbosity).
 func KubeProxyMetricsServerPaths(v KubeVersion) string {
 	zpages := "/statusz and /flagz where the ComponentStatusz and ComponentFlagz feature gates are on"
-	if v.AtLeast(ZPagesDefaultOnMinor) {
+	if v.ZPagesByDefault() {
 		zpages = "/statusz, /flagz (every flag)"
 	}
 	return "/metrics, /metrics/slis (a DELETE resets the SLI metrics), /healthz, /proxyMode, /configz (kube-proxy's whole configuration), " + zpages +

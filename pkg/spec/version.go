@@ -31,26 +31,6 @@ func (v KubeVersion) AtLeast(minor int) bool {
 	return v.Major > 1 || (v.Major == 1 && v.Minor >= minor)
 }
 
-// Supported Kubernetes versions.
-var (
-	MinKube = KubeVersion{1, 28}
-	MaxKube = KubeVersion{1, 37}
-)
-
-// Z-page facts (KEP-4827, KEP-4828): the kube-controller-manager, scheduler,
-// kubelet and kube-proxy serve them from 1.33 behind alpha gates; the gates
-// are beta and on by default from 1.36.
-const (
-	ZPagesMinMinor       = 33
-	ZPagesDefaultOnMinor = 36
-)
-
-// ZPageGatesNeeded reports whether the ComponentStatusz/ComponentFlagz gates
-// must be set explicitly on this version.
-func (v KubeVersion) ZPageGatesNeeded() bool {
-	return v.AtLeast(ZPagesMinMinor) && !v.AtLeast(ZPagesDefaultOnMinor)
-}
-
 // EKSAVersion is an EKS Anywhere release version such as v0.26.1.
 type EKSAVersion struct{ Major, Minor, Patch int }
 
@@ -83,40 +63,6 @@ func (v EKSAVersion) Less(o EKSAVersion) bool {
 		return v.Minor < o.Minor
 	}
 	return v.Patch < o.Patch
-}
-
-// EKS-A versions that matter here.
-var (
-	MinEKSA = EKSAVersion{0, 20, 0}
-	// EKSAv1beta2 is the first release on the CAPI v1beta2 contract.
-	EKSAv1beta2 = EKSAVersion{0, 25, 0}
-)
-
-// EKSAv0_26 is the release that added Kubernetes 1.36, dropped 1.29 and
-// removed the CloudStack provider.
-var EKSAv0_26 = EKSAVersion{0, 26, 0}
-
-// KubeRange is the range of Kubernetes minors (inclusive) an EKS Anywhere
-// release supports, as far as eksa-metrics knows it: v0.24 1.28-1.34,
-// v0.25 1.29-1.35, v0.26 1.30-1.36 (EKS-A docs/data/version_support.yml);
-// from v0.20 to v0.23 each release added one minor (1.30 in v0.20 to 1.33 in
-// v0.23), older minors down to MinKube are accepted. A release newer than
-// v0.26 supports at least 1.30 and at most MaxKube.
-func (v EKSAVersion) KubeRange() (lo, hi int) {
-	switch {
-	case v.Major > 0 || v.Minor > EKSAv0_26.Minor:
-		return EKSAv0_26.Minor + 4, MaxKube.Minor
-	case v.Minor >= 24:
-		return v.Minor + 4, v.Minor + 10
-	default:
-		return MinKube.Minor, v.Minor + 10
-	}
-}
-
-// FirstEKSAFor is the first EKS Anywhere minor release that supports
-// Kubernetes 1.minor (v0.20 for 1.30 and older).
-func FirstEKSAFor(minor int) EKSAVersion {
-	return EKSAVersion{0, max(minor-10, MinEKSA.Minor), 0}
 }
 
 // EKSARange is the range of EKS Anywhere releases the cluster may run,

@@ -86,6 +86,14 @@ func TestPrometheusScrapesWhatIsRendered(t *testing.T) {
 	t.Logf("Prometheus end-to-end:\n%s", strings.Join(report, "\n"))
 }
 
+// nativeHistograms: the Kubernetes version serves native histograms by
+// default (NativeHistograms, beta in 1.37: KEP-5808).
+func nativeHistograms(version string) bool {
+	var minor int
+	fmt.Sscanf(minorOf(version), "1.%d", &minor)
+	return minor >= 37
+}
+
 func minorOf(version string) string {
 	return strings.Join(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[:2], ".")
 }
@@ -496,8 +504,11 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	apply(t, c.ControlPlane, r)
 	sa := r.Config.Scrapers[0]
 	file := templates.ScrapeConfigFile(r.Config)
-	// With eksa-metrics' alerting rules, evaluated every 2 seconds.
-	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
+	// With eksa-metrics' alerting rules, evaluated every 2 seconds, and
+	// native histograms scraped where the components serve them (Kubernetes
+	// 1.37, KEP-5808): the rendered jobs must keep the classic buckets the
+	// rules and panels read.
+	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s, scrape_native_histograms: true}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
 	files := c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
 	files["s.yaml"] = file
 	// The rendered rules with every for: cut to 10 seconds, so that a break
@@ -535,6 +546,15 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 			p.WaitQuery(t, fmt.Sprintf("dashboard %s, panel %q with data", d.Name, panel.Title), 30*time.Second, panel.Expr,
 				func(res []map[string]string) bool { return len(res) > 0 })
 		}
+	}
+
+	// The components of 1.37 and later serve native histograms, and this
+	// Prometheus ingests them: so the panels above had data through the
+	// classic buckets the rendered jobs keep, not through luck.
+	if nativeHistograms(c.Options.Version) {
+		p.WaitQuery(t, "native histograms ingested from the control plane", 30*time.Second,
+			`count by (job) (histogram_count({job=~"apiserver|kube-controller-manager|kube-scheduler"}))`,
+			func(res []map[string]string) bool { return len(res) == 3 })
 	}
 
 	// The fleet dashboard's per-cluster panels: every target of the
