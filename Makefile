@@ -29,7 +29,7 @@ unit: ## Unit, golden and command tests (offline, seconds)
 	$(GO) test -count=1 $(UNIT_PKGS)
 
 .PHONY: testbed
-testbed: ## Build (or take from the cache) etcd, Kubernetes 1.34 and 1.36, kube-rbac-proxy; install haproxy
+testbed: ## Build (or take from the cache) etcd, Kubernetes 1.34 and 1.37, kube-rbac-proxy, Cluster API, cert-manager, Prometheus and the agents; install haproxy
 	hack/testbed.sh
 
 .PHONY: integration

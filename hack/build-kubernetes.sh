@@ -16,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 VERSION="${1:?usage: $0 vX.Y.Z}"
 STAGING="v0.${VERSION#v1.}"
 NAME="kubernetes-${VERSION}"
-STAMP="${VERSION} $(recipe_hash "${BASH_SOURCE[0]}" "${ROOT}/hack/lib.sh" "${ROOT}/hack/hollow-node/main.go")"
+STAMP="${VERSION} $(recipe_hash "${BASH_SOURCE[0]}" "${ROOT}/hack/lib.sh" "${ROOT}"/hack/hollow-node/*.go)"
 BINARIES=(kube-apiserver kube-controller-manager kube-scheduler hollow-node)
 FILES=()
 for b in "${BINARIES[@]}"; do FILES+=("k8s/${VERSION}/${b}"); done
@@ -31,16 +31,20 @@ upstream k8s.io/kubernetes "${VERSION}"
   printf ')\n'
 } > go.mod
 mkdir -p cmd/hollow-node
-cp "${ROOT}/hack/hollow-node/main.go" cmd/hollow-node/
+cp "${ROOT}"/hack/hollow-node/*.go cmd/hollow-node/
 
 MAJOR_MINOR="${VERSION#v}"; MAJOR="${MAJOR_MINOR%%.*}"; MINOR="$(cut -d. -f2 <<<"${MAJOR_MINOR}")"
+# The kubelet of 1.37 and later takes cAdvisor's lib/model types
+# (hack/hollow-node/cadvisor_model.go), older ones info/v1 and info/v2.
+TAGS=""
+(( MINOR >= 37 )) && TAGS="cadvisormodel"
 LDFLAGS=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   LDFLAGS+=" -X ${pkg}.gitVersion=${VERSION} -X ${pkg}.gitMajor=${MAJOR} -X ${pkg}.gitMinor=${MINOR}"
   LDFLAGS+=" -X ${pkg}.gitTreeState=clean -X ${pkg}.buildDate=1970-01-01T00:00:00Z"
 done
 mkdir -p "${OUT}/k8s/${VERSION}"
-go build -mod=mod -trimpath -ldflags "-s -w ${LDFLAGS}" -o "${OUT}/k8s/${VERSION}/" \
+go build -mod=mod -trimpath -tags "${TAGS}" -ldflags "-s -w ${LDFLAGS}" -o "${OUT}/k8s/${VERSION}/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler ./cmd/hollow-node
 finish_build "${NAME}" "${STAMP}" "${FILES[@]}"

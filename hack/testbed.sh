@@ -7,7 +7,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Pinned versions of the test bed. test/framework/versions.go lists the same
 # Kubernetes versions for the tests; a unit test keeps the two equal.
-KUBE_VERSIONS=(v1.36.3 v1.34.4)
+KUBE_VERSIONS=(v1.37.2 v1.34.4)
 ETCD_VERSION=v3.6.8
 KUBE_RBAC_PROXY_VERSION=v0.19.1
 CLUSTER_API_VERSION=v1.13.2

@@ -29,8 +29,6 @@ import (
 	"syscall"
 	"time"
 
-	cadvisorv1 "github.com/google/cadvisor/info/v1"
-	cadvisorv2 "github.com/google/cadvisor/info/v2"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,7 +50,6 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
-	cadvisortesting "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 	"k8s.io/kubernetes/pkg/kubemark"
 	proxyconfig "k8s.io/kubernetes/pkg/proxy/apis/config"
@@ -341,58 +338,6 @@ func setProxyConfigz(c *proxyconfig.KubeProxyConfiguration) error {
 	}
 	cz.Set(v) // see setKubeletConfigz
 	return nil
-}
-
-// fakeCadvisor is kubemark's fake cAdvisor plus a root cgroup "/" with
-// synthetic CPU and memory usage, so that /metrics/resource has node_* series
-// (kubemark's fake has no containers: the summary fails and
-// /metrics/resource only says resource_scrape_error 1) and /metrics/cadvisor
-// has container_* series for id="/".
-type fakeCadvisor struct {
-	*cadvisortesting.Fake
-	start time.Time
-}
-
-func newFakeCadvisor(nodeName string) *fakeCadvisor {
-	return &fakeCadvisor{Fake: &cadvisortesting.Fake{NodeName: nodeName}, start: time.Now()}
-}
-
-// rootStats: 0.25 core busy since start, 512 MiB working set.
-func (f *fakeCadvisor) rootStats(now time.Time) *cadvisorv1.ContainerStats {
-	return &cadvisorv1.ContainerStats{
-		Timestamp: now,
-		Cpu:       cadvisorv1.CpuStats{Usage: cadvisorv1.CpuUsage{Total: uint64(now.Sub(f.start).Nanoseconds() / 4)}},
-		Memory:    cadvisorv1.MemoryStats{Usage: 768 << 20, WorkingSet: 512 << 20, RSS: 384 << 20},
-	}
-}
-
-func (f *fakeCadvisor) spec() cadvisorv1.ContainerSpec {
-	return cadvisorv1.ContainerSpec{CreationTime: f.start, HasCpu: true, HasMemory: true}
-}
-
-func (f *fakeCadvisor) ContainerInfoV2(name string, _ cadvisorv2.RequestOptions) (map[string]cadvisorv2.ContainerInfo, error) {
-	if name != "/" {
-		return map[string]cadvisorv2.ContainerInfo{}, nil
-	}
-	now := time.Now()
-	s := f.rootStats(now)
-	return map[string]cadvisorv2.ContainerInfo{"/": {
-		Spec: cadvisorv2.ContainerSpec{CreationTime: f.start, HasCpu: true, HasMemory: true},
-		Stats: []*cadvisorv2.ContainerStats{{
-			Timestamp: now,
-			Cpu:       &s.Cpu,
-			CpuInst:   &cadvisorv2.CpuInstStats{Usage: cadvisorv2.CpuInstUsage{Total: 250_000_000}},
-			Memory:    &s.Memory,
-		}},
-	}}, nil
-}
-
-func (f *fakeCadvisor) GetRequestedContainersInfo(name string, _ cadvisorv2.RequestOptions) (map[string]*cadvisorv1.ContainerInfo, error) {
-	return map[string]*cadvisorv1.ContainerInfo{"/": {
-		ContainerReference: cadvisorv1.ContainerReference{Name: "/"},
-		Spec:               f.spec(),
-		Stats:              []*cadvisorv1.ContainerStats{f.rootStats(time.Now())},
-	}}, nil
 }
 
 // parseTaints reads key=value:Effect and key:Effect.
