@@ -336,14 +336,16 @@ func TestValidateUnreachableClusterKeepsOfflineResults(t *testing.T) {
 	in := writeSpec(t, dir, "s.yaml", specWith("c", okScrapers))
 	code, stdout, _ := run(t, "", "validate", "-f", in, "--kubeconfig", kubeconfig, "-o", "json")
 	var rep struct {
-		Results []struct{ Name, Status string }
+		Files []struct {
+			Results []struct{ Name, Status string }
+		}
 		Summary map[string]int
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("exit %d, not JSON: %v\n%s", code, err, stdout)
 	}
 	status := map[string]string{}
-	for _, r := range rep.Results {
+	for _, r := range rep.Files[0].Results {
 		status[r.Name] = r.Status
 	}
 	if code != ExitRuntime || status["spec-loads"] != "pass" || status["rbac-least-privilege"] != "pass" || status["drift"] != "error" || rep.Summary["error"] != 7 {
@@ -405,20 +407,22 @@ func TestValidateAdoption(t *testing.T) {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var report struct {
-		Results []struct {
-			Name    string
-			Status  string
-			Message string
-			Changes []struct {
-				Cluster, Kind, Namespace, Name, Action, Reason string
-				RollsControlPlane                              bool
+		Files []struct {
+			Results []struct {
+				Name    string
+				Status  string
+				Message string
+				Changes []struct {
+					Cluster, Kind, Namespace, Name, Action, Reason string
+					RollsControlPlane                              bool
+				}
 			}
 		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range report.Results {
+	for _, r := range report.Files[0].Results {
 		if r.Name != "upgrade-diff" {
 			continue
 		}
@@ -457,16 +461,18 @@ func TestValidateAndApplyUninstall(t *testing.T) {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var report struct {
-		Results []struct {
-			Name, Status, Message string
-			Changes               []struct{ Kind, Namespace, Name, Action string }
+		Files []struct {
+			Results []struct {
+				Name, Status, Message string
+				Changes               []struct{ Kind, Namespace, Name, Action string }
+			}
 		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
 		t.Fatal(err)
 	}
 	seen := false
-	for _, r := range report.Results {
+	for _, r := range report.Files[0].Results {
 		switch {
 		case r.Name == "upgrade-diff":
 			seen = true

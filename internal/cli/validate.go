@@ -171,7 +171,7 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	out := o.f.IOStreams.Out
 	switch o.Output {
 	case "json":
-		err = validate.WriteJSON(out, results)
+		err = validate.WriteJSON(out, files[0], results)
 	case "junit":
 		err = validate.WriteJUnit(out, "eksa-metrics validate "+files[0], results)
 	default:

@@ -3,8 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"encoding/xml"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,9 +85,11 @@ func TestValidateStrictFailsOnEveryRenderWarning(t *testing.T) {
 					t.Fatalf("%v: exit %d, want %d:\n%s%s", args, code, wantCode, stdout, stderr)
 				}
 				var rep struct {
-					Results []struct {
-						Name, Status string
-						Details      []string
+					Files []struct {
+						Results []struct {
+							Name, Status string
+							Details      []string
+						}
 					}
 				}
 				if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
@@ -93,7 +97,7 @@ func TestValidateStrictFailsOnEveryRenderWarning(t *testing.T) {
 				}
 				for _, w := range warnings {
 					found := false
-					for _, r := range rep.Results {
+					for _, r := range rep.Files[0].Results {
 						found = found || r.Status == want && strings.Contains(strings.Join(r.Details, "\n"), w)
 					}
 					if !found {
@@ -211,5 +215,36 @@ func TestValidateCannotSkipSpecLoads(t *testing.T) {
 	}
 	if code, stdout, _ := run(t, "", "validate", "-f", p); code != ExitInvalid || !strings.Contains(stdout, `write "1.36"`) {
 		t.Errorf("the spec itself: exit %d:\n%s", code, stdout)
+	}
+}
+
+// -o json has one shape, versioned, for one spec and for a directory.
+func TestValidateJSONHasOneShape(t *testing.T) {
+	dir := t.TempDir()
+	one := writeSpec(t, dir, "a.yaml", specWith("a", okScrapers))
+	writeSpec(t, dir, "b.yaml", specWith("b", okScrapers))
+	for _, args := range [][]string{{"-f", one}, {"-f", dir}} {
+		_, stdout, _ := run(t, "", append([]string{"validate", "-o", "json"}, args...)...)
+		var rep map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stdout)
+		}
+		var files []struct {
+			File    string
+			Results []json.RawMessage
+			Summary map[string]int
+		}
+		var version string
+		_ = json.Unmarshal(rep["apiVersion"], &version)
+		if err := json.Unmarshal(rep["files"], &files); err != nil || len(rep) != 3 || rep["summary"] == nil || version != "eksa-metrics.validate/v2" {
+			t.Fatalf("%v: keys %v, apiVersion %q, files: %v", args, slices.Collect(maps.Keys(rep)), version, err)
+		}
+		want := 2
+		if args[1] == one {
+			want = 1
+		}
+		if len(files) != want || files[0].File == "" || len(files[0].Results) == 0 || files[0].Summary == nil {
+			t.Fatalf("%v: %+v", args, files)
+		}
 	}
 }

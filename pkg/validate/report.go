@@ -33,21 +33,22 @@ func writeResults(w io.Writer, results []Result) {
 	}
 }
 
-// JSONReport is the stable JSON schema of -o json.
+// JSONAPIVersion names the schema of -o json. v2 has one shape for one spec
+// and for several (v1 had results at the top for one spec and files for
+// several).
+const JSONAPIVersion = "eksa-metrics.validate/v2"
+
+// JSONReport is the stable JSON schema of -o json: every spec validated,
+// in input order (one for -f FILE), and the totals.
 type JSONReport struct {
-	APIVersion string   `json:"apiVersion"` // eksa-metrics.validate/v1
-	Results    []Result `json:"results"`
-	Summary    Counts   `json:"summary"`
+	APIVersion string       `json:"apiVersion"`
+	Files      []FileReport `json:"files"`
+	Summary    Counts       `json:"summary"`
 }
 
-// WriteJSON writes the results as a JSONReport.
-func WriteJSON(w io.Writer, results []Result) error {
-	b, err := json.MarshalIndent(JSONReport{APIVersion: "eksa-metrics.validate/v1", Results: results, Summary: Summary(results)}, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
+// WriteJSON writes one spec's results as a JSONReport.
+func WriteJSON(w io.Writer, file string, results []Result) error {
+	return WriteFleetJSON(w, []FileReport{{File: file, Results: results}})
 }
 
 // JUnit XML, as Jenkins, GitLab and the GitHub Actions test reporters read it.
@@ -116,12 +117,14 @@ func WriteFleetText(w io.Writer, reports []FileReport) error {
 	return err
 }
 
-// WriteFleetJSON writes {"apiVersion", "files": [FileReport...]}.
+// WriteFleetJSON writes the specs' results as a JSONReport.
 func WriteFleetJSON(w io.Writer, reports []FileReport) error {
+	var all []Result
 	for i := range reports {
 		reports[i].Summary = Summary(reports[i].Results)
+		all = append(all, reports[i].Results...)
 	}
-	b, err := json.MarshalIndent(map[string]any{"apiVersion": "eksa-metrics.validate/v1", "files": reports}, "", "  ")
+	b, err := json.MarshalIndent(JSONReport{APIVersion: JSONAPIVersion, Files: reports, Summary: Summary(all)}, "", "  ")
 	if err != nil {
 		return err
 	}

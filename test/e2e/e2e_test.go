@@ -433,17 +433,23 @@ func adminToken(t *testing.T, cp *framework.ControlPlane) string {
 }
 
 // checkStatusz reads /statusz in the structured form where the version
-// serves one (config.k8s.io/v1beta1 from 1.36); 1.34 has only the text form.
+// serves one (the release table: config.k8s.io/v1beta1 from 1.36); 1.34 has
+// only the text form.
 func checkStatusz(t *testing.T, get func(url, token, accept string) (int, string, http.Header), tg target, minor, token string) {
 	t.Helper()
 	url := tg.base + "/statusz"
-	if minor < "1.36" {
+	kv, err := spec.ParseKubeVersion(minor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := kv.Kube().Statusz
+	if form == "" {
 		if code, body, _ := get(url, token, "text/plain"); code != http.StatusOK || len(body) < 20 {
 			t.Errorf("%s /statusz (text): %d %.200q", tg.name, code, body)
 		}
 		return
 	}
-	code, body, hdr := get(url, token, "application/json;as=Statusz;v=v1beta1;g=config.k8s.io")
+	code, body, hdr := get(url, token, "application/json;as=Statusz;v="+form+";g=config.k8s.io")
 	var st struct {
 		APIVersion    string `json:"apiVersion"`
 		Kind          string `json:"kind"`
@@ -454,7 +460,7 @@ func checkStatusz(t *testing.T, get func(url, token, accept string) (int, string
 		t.Errorf("%s /statusz (structured): %d %s %.200q", tg.name, code, hdr.Get("Content-Type"), body)
 		return
 	}
-	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Kind != "Statusz" || st.APIVersion != "config.k8s.io/v1beta1" || st.BinaryVersion == "" {
-		t.Errorf("%s /statusz: not a config.k8s.io/v1beta1 Statusz (%v): %.300s", tg.name, err, body)
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Kind != "Statusz" || st.APIVersion != "config.k8s.io/"+form || st.BinaryVersion == "" {
+		t.Errorf("%s /statusz: not a config.k8s.io/%s Statusz (%v): %.300s", tg.name, form, err, body)
 	}
 }

@@ -87,11 +87,13 @@ func TestPrometheusScrapesWhatIsRendered(t *testing.T) {
 }
 
 // nativeHistograms: the Kubernetes version serves native histograms by
-// default (NativeHistograms, beta in 1.37: KEP-5808).
-func nativeHistograms(version string) bool {
-	var minor int
-	fmt.Sscanf(minorOf(version), "1.%d", &minor)
-	return minor >= 37
+// default (the release table: NativeHistograms, beta in 1.37, KEP-5808).
+func nativeHistograms(t *testing.T, version string) bool {
+	kv, err := spec.ParseKubeVersion(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv.Kube().NativeHistograms
 }
 
 func minorOf(version string) string {
@@ -551,7 +553,7 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	// The components of 1.37 and later serve native histograms, and this
 	// Prometheus ingests them: so the panels above had data through the
 	// classic buckets the rendered jobs keep, not through luck.
-	if nativeHistograms(c.Options.Version) {
+	if nativeHistograms(t, c.Options.Version) {
 		p.WaitQuery(t, "native histograms ingested from the control plane", 30*time.Second,
 			`count by (job) (histogram_count({job=~"apiserver|kube-controller-manager|kube-scheduler"}))`,
 			func(res []map[string]string) bool { return len(res) == 3 })

@@ -100,7 +100,10 @@ func runValidate(t *testing.T, args ...string) (int, map[string]validate.Result,
 		t.Fatalf("validate -o json (exit %d): %v\n%s\n%s", code, err, out.String(), errOut.String())
 	}
 	m := map[string]validate.Result{}
-	for _, r := range rep.Results {
+	if len(rep.Files) != 1 || rep.APIVersion != validate.JSONAPIVersion {
+		t.Fatalf("validate -o json (exit %d): %d files, %s\n%s", code, len(rep.Files), rep.APIVersion, out.String())
+	}
+	for _, r := range rep.Files[0].Results {
 		m[r.Name] = r
 	}
 	return code, m, errOut.String()
