@@ -248,3 +248,31 @@ func TestValidateJSONHasOneShape(t *testing.T) {
 		}
 	}
 }
+
+// A fleet adopts eksa-metrics cluster by cluster: in a directory, a spec
+// with no metrics section yet is "not adopted" (skipped), not a failure,
+// while a broken spec still fails, one -f FILE without a section still
+// fails, and a directory where nothing is adopted validates nothing (exit 3).
+func TestValidateFleetAdoptsGradually(t *testing.T) {
+	dir := t.TempDir()
+	writeSpec(t, dir, "a.yaml", specWith("a", okScrapers))
+	bare := specWith("b", okScrapers)
+	bare = bare[:strings.Index(bare, "\n---\n")+1]
+	b := writeSpec(t, dir, "b.yaml", bare)
+	code, stdout, stderr := run(t, "", "validate", "-f", dir)
+	if code != ExitOK || !strings.Contains(stdout, "b.yaml: not adopted: cluster \"b\" has no metrics section yet") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, _ := run(t, "", "validate", "-f", b); code != ExitInvalid {
+		t.Errorf("one -f without a metrics section: exit %d, want %d", code, ExitInvalid)
+	}
+	writeSpec(t, dir, "c.yaml", strings.Replace(specWith("c", okScrapers), "kubernetesVersion: \"1.34\"", "kubernetesVersion: \"1.99\"", 1))
+	if code, stdout, _ := run(t, "", "validate", "-f", dir); code != ExitInvalid || !strings.Contains(stdout, "c.yaml") {
+		t.Errorf("a broken spec beside an unadopted one: exit %d\n%s", code, stdout)
+	}
+	only := t.TempDir()
+	writeSpec(t, only, "b.yaml", bare)
+	if code, _, stderr := run(t, "", "validate", "-f", only); code != ExitInvalid || !strings.Contains(stderr, "no spec has a metrics section") {
+		t.Errorf("nothing adopted: exit %d\n%s", code, stderr)
+	}
+}
