@@ -202,7 +202,7 @@ func ServiceMonitors(c *spec.Config) []Object {
 		kubelet := t.comp.ID == components.Kubelet
 		var eps []monitoringv1.Endpoint
 		for _, p := range t.comp.Paths {
-			ep := monitoringv1.Endpoint{Port: t.port, Path: p, Scheme: t.scheme}
+			ep := monitoringv1.Endpoint{Port: t.port, Path: p, Scheme: ptr.To(monitoringv1.Scheme(t.scheme))}
 			if t.scheme == "https" { // never a token over plain HTTP
 				ep.Authorization, ep.BearerTokenFile, ep.TLSConfig = monitorCredentials(c, t)
 			}
