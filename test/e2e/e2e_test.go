@@ -59,15 +59,23 @@ func specFor(minor string, exposure metricsv1alpha1.Exposure) string {
 }
 
 // e2eSpec is the e2e cluster's file with a metrics section (its spec, the
-// lines indented by two spaces).
+// lines indented by two spaces), on EKS Anywhere v0.26.1 where that release
+// ships the Kubernetes minor (the test bed's Cluster API and management
+// manifests are v0.26's), else on the first release that ships it.
 func e2eSpec(minor, metrics string) string {
+	eksa := "v0.26.1"
+	if kv, err := spec.ParseKubeVersion(minor); err == nil {
+		if lo, hi := spec.EKSAv0_26.KubeRange(); kv.Minor < lo || kv.Minor > hi {
+			eksa = spec.FirstEKSAFor(kv.Minor).String()
+		}
+	}
 	return fmt.Sprintf(`apiVersion: anywhere.eks.amazonaws.com/v1alpha1
 kind: Cluster
 metadata:
   name: e2e
 spec:
   kubernetesVersion: "%s"
-  eksaVersion: v0.26.1
+  eksaVersion: %s
   controlPlaneConfiguration: {count: 1}
   datacenterRef: {kind: DockerDatacenterConfig, name: e2e}
   managementCluster: {name: e2e}
@@ -81,7 +89,7 @@ apiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1
 kind: MetricsConfig
 metadata: {name: e2e}
 spec:
-%s`, minor, metrics)
+%s`, minor, eksa, metrics)
 }
 
 // counts of what the suite checked, reported at the end.
