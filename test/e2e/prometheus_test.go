@@ -86,6 +86,30 @@ func TestPrometheusScrapesWhatIsRendered(t *testing.T) {
 	t.Logf("Prometheus end-to-end:\n%s", strings.Join(report, "\n"))
 }
 
+// bothForms: for each job, at least one histogram is ingested natively and
+// every one that is also has its classic _bucket series.
+func bothForms(t *testing.T, p *framework.Prometheus, jobs ...string) {
+	t.Helper()
+	for _, job := range jobs {
+		var native, missing []string
+		framework.WaitFor(t, "native histograms from "+job+", each with its _bucket series", 60*time.Second, func() (bool, error) {
+			native, missing = nil, nil
+			for _, m := range p.Query(t, fmt.Sprintf(`group by (__name__) ({job=%q, __name__!~".+_(bucket|sum|count|total|created)"})`, job)) {
+				name := m["__name__"]
+				if len(p.Query(t, fmt.Sprintf(`histogram_count(%s{job=%q})`, name, job))) == 0 {
+					continue
+				}
+				native = append(native, name)
+				if len(p.Query(t, fmt.Sprintf(`%s_bucket{job=%q}`, name, job))) == 0 {
+					missing = append(missing, name)
+				}
+			}
+			return len(native) > 0 && len(missing) == 0, fmt.Errorf("%d native histograms, without _bucket: %v", len(native), missing)
+		})
+		t.Logf("%s: %d histograms ingested natively, each with its classic buckets", job, len(native))
+	}
+}
+
 // nativeHistograms: the Kubernetes version serves native histograms by
 // default (the release table: NativeHistograms, beta in 1.37, KEP-5808).
 func nativeHistograms(t *testing.T, version string) bool {
@@ -551,12 +575,12 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	}
 
 	// The components of 1.37 and later serve native histograms, and this
-	// Prometheus ingests them: so the panels above had data through the
-	// classic buckets the rendered jobs keep, not through luck.
+	// Prometheus ingests them: every histogram it ingested natively from the
+	// control plane still has its classic _bucket series, which the
+	// kubernetes-mixin's rules and dashboards read with histogram_quantile
+	// (without always_scrape_classic_histograms they would be gone).
 	if nativeHistograms(t, c.Options.Version) {
-		p.WaitQuery(t, "native histograms ingested from the control plane", 30*time.Second,
-			`count by (job) (histogram_count({job=~"apiserver|kube-controller-manager|kube-scheduler"}))`,
-			func(res []map[string]string) bool { return len(res) == 3 })
+		bothForms(t, p, "apiserver", "kube-controller-manager", "kube-scheduler")
 	}
 
 	// The fleet dashboard's per-cluster panels: every target of the
