@@ -7,6 +7,13 @@
 # and yaml config providers. Collector core modules are v1.x / v0.x of one
 # release; contrib follows with its own patch number.
 #
+# The prometheus receiver registers Prometheus' service discovery through
+# github.com/prometheus/prometheus/plugins, whose files honour the
+# remove_all_sd / enable_<name>_sd build tags: like bin/prometheus, only the
+# Kubernetes discovery the tests configure is compiled in (static, file and
+# http discovery are imported directly), which leaves out the cloud SDKs,
+# most of the compile time.
+#
 # usage: hack/build-otelcol.sh [v0.165.0 [v0.165.1 [v1.71.0]]]
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -25,6 +32,7 @@ dist:
   description: OpenTelemetry Collector for the eksa-metrics test bed
   version: ${VERSION#v}
   output_path: ${WORK}/dist
+  build_tags: remove_all_sd,enable_kubernetes_sd
 receivers:
   - gomod: ${C}/receiver/prometheusreceiver ${CONTRIB}
 exporters:
