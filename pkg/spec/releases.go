@@ -102,8 +102,9 @@ var (
 	MinEKSA = EKSAReleases[0].Version()
 	// EKSAv1beta2 is the first release on the CAPI v1beta2 contract.
 	EKSAv1beta2 = firstEKSA(func(r EKSARelease) bool { return r.Contract == CAPIv1beta2 })
-	// EKSAv0_26 is the release that removed the CloudStack provider.
-	EKSAv0_26 = firstEKSA(func(r EKSARelease) bool { return !r.CloudStack })
+	// EKSACloudStackRemoved is the release that removed the CloudStack
+	// provider (v0.26.0).
+	EKSACloudStackRemoved = firstEKSA(func(r EKSARelease) bool { return !r.CloudStack })
 	// NewestEKSA is the newest release in the table.
 	NewestEKSA = EKSAReleases[len(EKSAReleases)-1].Version()
 )

@@ -49,8 +49,8 @@ func TestReleaseTablesAreConsistent(t *testing.T) {
 			t.Errorf("%s: 1.%d to 1.%d, want 1.%d to 1.%d", v, lo, hi, want[0], want[1])
 		}
 	}
-	if EKSAv1beta2 != (EKSAVersion{0, 25, 0}) || EKSAv0_26 != (EKSAVersion{0, 26, 0}) || FirstEKSAFor(37) != (EKSAVersion{0, 27, 0}) {
-		t.Errorf("v1beta2 from %s, CloudStack gone in %s, 1.37 from %s", EKSAv1beta2, EKSAv0_26, FirstEKSAFor(37))
+	if EKSAv1beta2 != (EKSAVersion{0, 25, 0}) || EKSACloudStackRemoved != (EKSAVersion{0, 26, 0}) || FirstEKSAFor(37) != (EKSAVersion{0, 27, 0}) {
+		t.Errorf("v1beta2 from %s, CloudStack gone in %s, 1.37 from %s", EKSAv1beta2, EKSACloudStackRemoved, FirstEKSAFor(37))
 	}
 	for minor, want := range map[int][3]bool{32: {false, false, false}, 34: {true, true, false}, 36: {true, false, true}, 37: {true, false, true}} {
 		v := KubeVersion{1, minor}

@@ -267,11 +267,11 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 	}
 	if c.Provider == ProviderCloudStack {
 		switch {
-		case eksa != nil && !eksa.Less(EKSAv0_26):
+		case eksa != nil && !eksa.Less(EKSACloudStackRemoved):
 			cErrs = append(cErrs, field.Invalid(cs.Child("eksaVersion"), cl.Spec.EksaVersion, fmt.Sprintf(
-				"CloudStack (datacenterRef.kind %s) was removed from EKS Anywhere in %s, so no CloudStack cluster runs %s: set eksaVersion to the v0.25 (or older) release the cluster runs", cl.Spec.DatacenterRef.Kind, EKSAv0_26, eksa)))
+				"CloudStack (datacenterRef.kind %s) was removed from EKS Anywhere in %s, so no CloudStack cluster runs %s: set eksaVersion to the v0.25 (or older) release the cluster runs", cl.Spec.DatacenterRef.Kind, EKSACloudStackRemoved, eksa)))
 		case cl.Spec.EksaVersion == "":
-			warn(DocCluster, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in %s: this renders for a CloudStack cluster on v0.25 or earlier; set spec.eksaVersion to the release it runs", EKSAv0_26)
+			warn(DocCluster, cs.Child("datacenterRef", "kind"), "CloudStack was removed from EKS Anywhere in %s: this renders for a CloudStack cluster on v0.25 or earlier; set spec.eksaVersion to the release it runs", EKSACloudStackRemoved)
 		}
 	}
 

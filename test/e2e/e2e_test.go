@@ -65,7 +65,7 @@ func specFor(minor string, exposure metricsv1alpha1.Exposure) string {
 func e2eSpec(minor, metrics string) string {
 	eksa := "v0.26.1"
 	if kv, err := spec.ParseKubeVersion(minor); err == nil {
-		if lo, hi := spec.EKSAv0_26.KubeRange(); kv.Minor < lo || kv.Minor > hi {
+		if lo, hi := (spec.EKSAVersion{Major: 0, Minor: 26, Patch: 1}).KubeRange(); kv.Minor < lo || kv.Minor > hi {
 			eksa = spec.FirstEKSAFor(kv.Minor).String()
 		}
 	}
