@@ -240,6 +240,23 @@ func (r *Reconciler) writeStatus(ctx context.Context, mc *metricsv1alpha1.Metric
 	return r.Client.Status().Patch(ctx, mc, client.MergeFrom(original))
 }
 
+// selectsNothing says why a MetricsConfig selects no Cluster, and what to set.
+func selectsNothing(mc *metricsv1alpha1.MetricsConfig, shard string) string {
+	where := fmt.Sprintf("in namespace %s", mc.Namespace)
+	if shard != "" {
+		where += fmt.Sprintf(" that shard %s keeps", shard)
+	}
+	switch {
+	case mc.Spec.ClusterRef != nil:
+		return fmt.Sprintf("selects no Cluster: spec.clusterRef names %q, and no EKS Anywhere Cluster of that name is %s", mc.Spec.ClusterRef.Name, where)
+	case mc.Spec.ClusterSelector != nil && len(mc.Spec.ClusterSelector.MatchLabels) == 0 && len(mc.Spec.ClusterSelector.MatchExpressions) == 0:
+		return "selects no Cluster: an empty spec.clusterSelector selects nothing (a fleet is chosen, never implied); give it matchLabels or matchExpressions"
+	case mc.Spec.ClusterSelector != nil:
+		return fmt.Sprintf("selects no Cluster: spec.clusterSelector matches no EKS Anywhere Cluster %s; label the Clusters to keep or change the selector", where)
+	}
+	return "selects no Cluster: set spec.clusterRef (one Cluster of this namespace) or spec.clusterSelector (Clusters by label)"
+}
+
 // summary computes a MetricsConfig's status from its Clusters' states (an
 // entry written before a restart stands until its Cluster is reconciled
 // again), and how many Clusters still hold what it applied.
@@ -325,7 +342,10 @@ func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 	}
 	summary := metav1.Condition{Type: metricsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: metricsv1alpha1.ReasonApplied,
 		Message: fmt.Sprintf("%d of %d selected Clusters applied%s", st.ReadyClusters, st.SelectedClusters, listedNote), ObservedGeneration: mc.Generation}
-	if st.ReadyClusters != st.SelectedClusters || failing || !current {
+	switch {
+	case len(selected) == 0 && len(entries) == 0 && mc.DeletionTimestamp.IsZero():
+		summary.Status, summary.Reason, summary.Message = metav1.ConditionFalse, metricsv1alpha1.ReasonSelectsNothing, selectsNothing(mc, r.Shard)
+	case st.ReadyClusters != st.SelectedClusters || failing || !current:
 		summary.Status, summary.Reason = metav1.ConditionFalse, metricsv1alpha1.ReasonNotAllApplied
 	}
 	meta.SetStatusCondition(&st.Conditions, summary)

@@ -19,6 +19,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/controller"
 	"github.com/eksa-metrics/eksa-metrics/pkg/dashboards"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
@@ -584,4 +585,29 @@ func TestControllerSaysWhichAPIIsMissing(t *testing.T) {
 	if err := run(); err == nil || !strings.Contains(err.Error(), "does not serve the MetricsConfig API") || !strings.Contains(err.Error(), "controller manifests") {
 		t.Errorf("no MetricsConfig CRD: %v", err)
 	}
+}
+
+// A MetricsConfig that selects no Cluster says so: Ready False, reason
+// SelectsNothing, with what to set, not "0 of 0 selected Clusters applied";
+// once it selects one, the reason goes.
+func TestControllerSaysAMetricsConfigSelectsNothing(t *testing.T) {
+	f := newFleet(t, "w1")
+	f.startController(t, &counter{reqs: map[string]int{}})
+	f.metricsConfigSpec(t, map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"metrics": "nowhere"}}})
+	f.waitFor(t, "Ready False, SelectsNothing", func() error {
+		c := readyCondition(t, f)
+		if c == nil || c["status"] != "False" || c["reason"] != metricsv1alpha1.ReasonSelectsNothing ||
+			!strings.Contains(fmt.Sprint(c["message"]), "spec.clusterSelector matches no EKS Anywhere Cluster in namespace default") {
+			return fmt.Errorf("Ready: %v", c)
+		}
+		return nil
+	})
+	f.metricsConfigSpec(t, nil) // metrics=on: w1
+	f.appliedAll(t, 1)
+	f.waitFor(t, "Ready True once w1 is selected", func() error {
+		if c := readyCondition(t, f); c == nil || c["status"] != "True" || c["reason"] != metricsv1alpha1.ReasonApplied {
+			return fmt.Errorf("Ready: %v", c)
+		}
+		return nil
+	})
 }

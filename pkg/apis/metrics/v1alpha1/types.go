@@ -436,4 +436,9 @@ const (
 	ReasonCheckFailed       = "CheckFailed"
 	ReasonReleaseFailed     = "ReleaseFailed"
 	ReasonNotAllApplied     = "NotAllApplied"
+	// ReasonSelectsNothing: the MetricsConfig selects no Cluster (no
+	// clusterRef or clusterSelector, an empty selector, a selector that
+	// matches no Cluster of its namespace, or a clusterRef to a Cluster that
+	// is not there), so nothing is applied: Ready is False, not "0 of 0".
+	ReasonSelectsNothing = "SelectsNothing"
 )
