@@ -11,22 +11,7 @@ import (
 
 	cadvisorv1 "github.com/google/cadvisor/info/v1"
 	cadvisorv2 "github.com/google/cadvisor/info/v2"
-	cadvisortesting "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 )
-
-// fakeCadvisor is kubemark's fake cAdvisor plus a root cgroup "/" with
-// synthetic CPU and memory usage, so that /metrics/resource has node_* series
-// (kubemark's fake has no containers: the summary fails and
-// /metrics/resource only says resource_scrape_error 1) and /metrics/cadvisor
-// has container_* series for id="/".
-type fakeCadvisor struct {
-	*cadvisortesting.Fake
-	start time.Time
-}
-
-func newFakeCadvisor(nodeName string) *fakeCadvisor {
-	return &fakeCadvisor{Fake: &cadvisortesting.Fake{NodeName: nodeName}, start: time.Now()}
-}
 
 // rootStats: 0.25 core busy since start, 512 MiB working set.
 func (f *fakeCadvisor) rootStats(now time.Time) *cadvisorv1.ContainerStats {
