@@ -242,8 +242,7 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 		// adopted (skipped), not as a failure; one -f FILE still fails.
 		var ie *spec.InvalidError
 		if errors.As(in.LoadErr, &ie) && ie.NoMetricsSection != "" {
-			reports[i] = validate.FileReport{File: files[i], Results: []validate.Result{{Name: "spec-loads", Status: validate.Skipped,
-				Message: fmt.Sprintf("cluster %q has no metrics section yet: eksa-metrics leaves it alone (add one to adopt it; docs/ci.md)", ie.NoMetricsSection)}}}
+			reports[i] = validate.NotAdoptedReport(files[i], ie.NoMetricsSection)
 			return
 		}
 		results := validate.Run(ctx, in, o.skipSet())

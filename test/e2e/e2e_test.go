@@ -63,10 +63,10 @@ func specFor(minor string, exposure metricsv1alpha1.Exposure) string {
 // ships the Kubernetes minor (the test bed's Cluster API and management
 // manifests are v0.26's), else on the first release that ships it.
 func e2eSpec(minor, metrics string) string {
-	eksa := "v0.26.1"
+	eksa := spec.EKSAVersion{Major: 0, Minor: 26, Patch: 1}
 	if kv, err := spec.ParseKubeVersion(minor); err == nil {
-		if lo, hi := (spec.EKSAVersion{Major: 0, Minor: 26, Patch: 1}).KubeRange(); kv.Minor < lo || kv.Minor > hi {
-			eksa = spec.FirstEKSAFor(kv.Minor).String()
+		if lo, hi := eksa.KubeRange(); kv.Minor < lo || kv.Minor > hi {
+			eksa = spec.FirstEKSAFor(kv.Minor)
 		}
 	}
 	return fmt.Sprintf(`apiVersion: anywhere.eks.amazonaws.com/v1alpha1
@@ -446,11 +446,7 @@ func adminToken(t *testing.T, cp *framework.ControlPlane) string {
 func checkStatusz(t *testing.T, get func(url, token, accept string) (int, string, http.Header), tg target, minor, token string) {
 	t.Helper()
 	url := tg.base + "/statusz"
-	kv, err := spec.ParseKubeVersion(minor)
-	if err != nil {
-		t.Fatal(err)
-	}
-	form := kv.Kube().Statusz
+	form := kubeRelease(t, minor).Statusz
 	if form == "" {
 		if code, body, _ := get(url, token, "text/plain"); code != http.StatusOK || len(body) < 20 {
 			t.Errorf("%s /statusz (text): %d %.200q", tg.name, code, body)

@@ -105,50 +105,55 @@ var mixinHistograms = map[string][]string{
 // them.
 func bothForms(t *testing.T, p *framework.Prometheus, jobs ...string) {
 	t.Helper()
+	has := func(expr, name, job string) bool { return len(p.Query(t, fmt.Sprintf(expr, name, job))) > 0 }
+	const (
+		native  = `histogram_count(%s{job=%q})`
+		buckets = `%s_bucket{job=%q}`
+		count   = `%s_count{job=%q}`
+	)
 	natives := 0
 	for _, job := range jobs {
-		var present, native, missing []string
+		var present, nativeToo, missing []string
 		framework.WaitFor(t, "the histograms the mixin reads from "+job+" with their _bucket series", 60*time.Second, func() (bool, error) {
-			present, native, missing = nil, nil, nil
+			present, nativeToo, missing = nil, nil, nil
 			for _, name := range mixinHistograms[job] {
-				isNative := len(p.Query(t, fmt.Sprintf(`histogram_count(%s{job=%q})`, name, job))) > 0
-				buckets := len(p.Query(t, fmt.Sprintf(`%s_bucket{job=%q}`, name, job))) > 0
-				if !isNative && !buckets && len(p.Query(t, fmt.Sprintf(`%s_count{job=%q}`, name, job))) == 0 {
+				isNative, hasBuckets := has(native, name, job), has(buckets, name, job)
+				if !isNative && !hasBuckets && !has(count, name, job) {
 					continue // not served by this version
 				}
 				present = append(present, name)
 				if isNative {
-					native = append(native, name)
+					nativeToo = append(nativeToo, name)
 				}
-				if !buckets {
+				if !hasBuckets {
 					missing = append(missing, name)
 				}
 			}
 			return len(present) > 0 && len(missing) == 0, fmt.Errorf("served: %v, without _bucket: %v", present, missing)
 		})
-		natives += len(native)
+		natives += len(nativeToo)
 		var only []string
 		for _, m := range p.Query(t, fmt.Sprintf(`group by (__name__) ({job=%q, __name__!~".+_(bucket|sum|count|total|created)"})`, job)) {
-			name := m["__name__"]
-			if len(p.Query(t, fmt.Sprintf(`histogram_count(%s{job=%q})`, name, job))) > 0 && len(p.Query(t, fmt.Sprintf(`%s_bucket{job=%q}`, name, job))) == 0 {
+			if name := m["__name__"]; has(native, name, job) && !has(buckets, name, job) {
 				only = append(only, name)
 			}
 		}
-		t.Logf("%s: the mixin's %v keep their classic buckets (%v also native); served as native only: %v", job, present, native, only)
+		t.Logf("%s: the mixin's %v keep their classic buckets (%v also native); served as native only: %v", job, present, nativeToo, only)
 	}
 	if natives == 0 {
 		t.Errorf("no histogram the mixin reads was ingested natively: the check proves nothing")
 	}
 }
 
-// nativeHistograms: the Kubernetes version serves native histograms by
-// default (the release table: NativeHistograms, beta in 1.37, KEP-5808).
-func nativeHistograms(t *testing.T, version string) bool {
+// kubeRelease is the release table's row of a test bed version ("v1.37.2"
+// or "1.37").
+func kubeRelease(t *testing.T, version string) spec.KubeRelease {
+	t.Helper()
 	kv, err := spec.ParseKubeVersion(version)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kv.Kube().NativeHistograms
+	return kv.Kube()
 }
 
 func minorOf(version string) string {
@@ -564,7 +569,7 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	// With eksa-metrics' alerting rules, evaluated every 2 seconds, and
 	// native histograms scraped where the components serve them (Kubernetes
 	// 1.37, KEP-5808): the rendered jobs must keep the classic buckets the
-	// rules and panels read.
+	// kubernetes-mixin's rules and dashboards read (bothForms).
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s, scrape_native_histograms: true}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
 	files := c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
 	files["s.yaml"] = file
@@ -610,7 +615,7 @@ func breakIt(t *testing.T, c *framework.Cluster, node *framework.Node, r *render
 	// control plane still has its classic _bucket series, which the
 	// kubernetes-mixin's rules and dashboards read with histogram_quantile
 	// (without always_scrape_classic_histograms they would be gone).
-	if nativeHistograms(t, c.Options.Version) {
+	if kubeRelease(t, c.Options.Version).NativeHistograms {
 		bothForms(t, p, "apiserver", "kube-controller-manager", "kube-scheduler")
 	}
 
