@@ -16,6 +16,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/pkg/verify"
 )
@@ -50,7 +51,7 @@ func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOpti
 	var nodes []verify.Node
 	for _, n := range nodeList.Items {
 		vn := verify.Node{Name: n.Name}
-		_, vn.ControlPlane = n.Labels["node-role.kubernetes.io/control-plane"]
+		_, vn.ControlPlane = n.Labels[spec.ControlPlaneNodeLabel]
 		for _, a := range n.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP || vn.Address == "" && a.Type != corev1.NodeHostName {
 				vn.Address = a.Address

@@ -47,7 +47,11 @@ func (r *Result) PlanMarkdown() string {
 	}
 	for _, o := range r.Objects {
 		if o.Kind() == "DaemonSet" {
-			fmt.Fprintf(&b, "- %s: new pods on its nodes (hostNetwork); nothing else restarts.\n", esc(o.String()))
+			where := "every node"
+			if o.Name() == templates.ControlPlaneDS {
+				where = "every control-plane node"
+			}
+			fmt.Fprintf(&b, "- %s: new pods on %s, whatever its taints (hostNetwork); nothing else restarts.\n", esc(o.String()), where)
 		}
 	}
 	for _, e := range r.DeploymentEdits {

@@ -3,6 +3,8 @@ package spec
 // The parts of EKS Anywhere's documents that eksa-metrics reads. Everything
 // else in the file is preserved untouched and never decoded.
 
+import corev1 "k8s.io/api/core/v1"
+
 // Cluster is the subset of anywhere.eks.amazonaws.com/v1alpha1 Cluster used here.
 type Cluster struct {
 	APIVersion string      `json:"apiVersion"`
@@ -58,12 +60,18 @@ type ControlPlaneConfiguration struct {
 	// KubeadmControlPlane's apiServer.extraArgs. EKS-A has no such field for
 	// the other components.
 	APIServerExtraArgs map[string]string `json:"apiServerExtraArgs,omitempty"`
+	// Taints replace kubeadm's default control-plane taint when set (even
+	// empty); Labels are added to the nodes' own.
+	Taints []corev1.Taint    `json:"taints,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // WorkerNodeGroup is the subset of a worker node group used here.
 type WorkerNodeGroup struct {
-	Name            string `json:"name"`
-	MachineGroupRef Ref    `json:"machineGroupRef,omitempty"`
+	Name            string            `json:"name"`
+	MachineGroupRef Ref               `json:"machineGroupRef,omitempty"`
+	Taints          []corev1.Taint    `json:"taints,omitempty"`
+	Labels          map[string]string `json:"labels,omitempty"`
 }
 
 // ExternalEtcdConfiguration marks an unstacked (etcdadm) etcd.

@@ -139,3 +139,12 @@ func (f *File) Locate(issues Issues) ([]Warning, error) {
 func sortProblems(p []Problem) {
 	sort.SliceStable(p, func(i, j int) bool { return p[i].Line < p[j].Line })
 }
+
+// At is a problem at a field of the Cluster document, located by its line.
+func (f *File) At(field, detail string) Problem {
+	p := Problem{File: f.Path, Field: field, Detail: detail}
+	if f.clusterDoc != nil {
+		p.Line = f.clusterDoc.lines.lineOf(field)
+	}
+	return p
+}

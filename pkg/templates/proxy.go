@@ -257,11 +257,14 @@ func Proxies(c *spec.Config) []Object {
 	}
 	if cs := containers[ControlPlaneDS]; len(cs) > 0 {
 		ds := daemonSet(c, ControlPlaneDS, cs, volumes[ControlPlaneDS])
-		ds.Spec.Template.Spec.NodeSelector = map[string]string{"node-role.kubernetes.io/control-plane": ""}
-		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{
-			{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-			{Key: "node-role.kubernetes.io/master", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		}
+		// The label kubeadm puts on every control-plane node whatever the
+		// spec says. EKS-A replaces kubeadm's default
+		// taint with controlPlaneConfiguration.taints when they are set, and
+		// nodes can be tainted later by hand: the proxies of the static pods
+		// tolerate every taint, like kubeadm's kube-proxy, so that no taint
+		// keeps a control-plane node's components from being scraped.
+		ds.Spec.Template.Spec.NodeSelector = map[string]string{spec.ControlPlaneNodeLabel: ""}
+		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
 		out = append(out, toObject("apps/v1", "DaemonSet", ds))
 	}
 	if cs := containers[NodeDS]; len(cs) > 0 {

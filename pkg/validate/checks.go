@@ -40,6 +40,7 @@ func Checks() []Check {
 		{"insecure-endpoints", "offline", checkInsecure},
 		{"cis-bind-address", "offline", checkCIS},
 		{"rbac-least-privilege", "offline", checkRBAC},
+		{"daemonsets-schedule", "offline", checkScheduling},
 		{"render-warnings", "offline", checkRenderWarnings},
 		{"upgrade-diff", "upgrade", checkUpgradeDiff},
 		{"drift", "online", checkDrift},

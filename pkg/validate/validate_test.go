@@ -15,6 +15,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 func example(name string) string {
@@ -114,6 +115,16 @@ func TestChecks(t *testing.T) {
 		{name: "--from does not load", check: "upgrade-diff", path: docker, mutate: func(in *Input) {
 			in.OldPath, in.OldErr = "base/dev.yaml", &spec.InvalidError{Problems: []spec.Problem{{File: "base/dev.yaml", Detail: "no such file"}}}
 		}, want: Fail, contains: "base/dev.yaml: no such file"},
+		{name: "custom taints tolerated", check: "daemonsets-schedule", path: vsphere, edit: tainted, want: Pass, contains: "taints tolerated, control plane: 2, worker node group md-0: 1"},
+		{name: "default taint tolerated", check: "daemonsets-schedule", path: vsphere, want: Pass, contains: "control plane: 1"},
+		{name: "the tolerations of kubeadm's taints only", check: "daemonsets-schedule", path: vsphere, edit: tainted, mutate: podSpec(templates.ControlPlaneDS, func(p map[string]any) {
+			p["tolerations"] = []any{map[string]any{"key": spec.ControlPlaneNodeLabel, "operator": "Exists", "effect": "NoSchedule"}}
+		}), want: Fail, contains: "vsphere-management.yaml:28: spec.controlPlaneConfiguration.taints[1]: taint dedicated=infra:NoExecute is not tolerated"},
+		{name: "a worker group's taint", check: "daemonsets-schedule", path: vsphere, edit: tainted, mutate: podSpec(templates.NodeDS, func(p map[string]any) { delete(p, "tolerations") }),
+			want: Fail, contains: "on the worker node group md-0: vsphere-management.yaml:34: spec.workerNodeGroupConfigurations[0].taints[0]: taint gpu=true:NoSchedule"},
+		{name: "a selector no control-plane node matches", check: "daemonsets-schedule", path: vsphere, mutate: podSpec(templates.ControlPlaneDS, func(p map[string]any) {
+			p["nodeSelector"] = map[string]any{"node-role.kubernetes.io/master": ""}
+		}), want: Fail, contains: "node selector node-role.kubernetes.io/master= matches none"},
 		{name: "least privilege", check: "rbac-least-privilege", path: docker, want: Pass},
 		{name: "wildcard", check: "rbac-least-privilege", path: docker, mutate: func(in *Input) {
 			for _, o := range in.Result.Objects {
@@ -153,6 +164,27 @@ func TestChecks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// tainted gives the vSphere example's control plane the taints of EKS-A's
+// vSphere reference template (they replace kubeadm's default) and a label,
+// and its worker node group a taint.
+var tainted = func(s string) string {
+	s = replace("      name: mgmt-cp\n", "      name: mgmt-cp\n    taints:\n    - {key: dedicated, value: infra, effect: NoSchedule}\n    - {key: dedicated, value: infra, effect: NoExecute}\n    labels: {tier: infra}\n")(s)
+	return replace("    count: 2\n", "    count: 2\n    taints:\n    - {key: gpu, value: \"true\", effect: NoSchedule}\n")(s)
+}
+
+// podSpec edits the pod template of a rendered DaemonSet.
+func podSpec(ds string, edit func(map[string]any)) func(*Input) {
+	return func(in *Input) {
+		for _, o := range in.Result.Objects {
+			if o.Kind() == "DaemonSet" && o.Name() == ds {
+				edit(o.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any))
+				return
+			}
+		}
+		panic("no DaemonSet " + ds)
 	}
 }
 

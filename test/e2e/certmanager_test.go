@@ -33,7 +33,7 @@ func TestPrometheusVerifiesCertManagerCertificates(t *testing.T) {
 	}
 	ch := r.Change
 	c := framework.StartCluster(t, framework.ClusterOptions{
-		Version: version, Workers: 1,
+		Version: version, ControlPlaneTaints: controlPlaneTaints, Workers: 1,
 		EtcdArgs: ch.Args(kubeadm.Etcd), APIServerArgs: ch.Args(kubeadm.APIServer),
 		ControllerManagerArgs: ch.Args(kubeadm.ControllerManager), SchedulerArgs: ch.Args(kubeadm.Scheduler),
 		KubeProxyConfig: framework.KubeadmKubeProxyConfig,

@@ -76,7 +76,9 @@ metadata:
 spec:
   kubernetesVersion: "%s"
   eksaVersion: %s
-  controlPlaneConfiguration: {count: 1}
+  controlPlaneConfiguration:
+    count: 1
+    taints: [{key: dedicated, value: infra, effect: NoSchedule}]
   datacenterRef: {kind: DockerDatacenterConfig, name: e2e}
   managementCluster: {name: e2e}
 ---
@@ -91,6 +93,12 @@ metadata: {name: e2e}
 spec:
 %s`, minor, eksa, metrics)
 }
+
+// controlPlaneTaints are the e2e clusters' control-plane taints: the spec's
+// controlPlaneConfiguration.taints, which replace kubeadm's default taint on
+// an EKS-A cluster, so the control-plane proxies must schedule on a node
+// with a taint they cannot know in advance.
+var controlPlaneTaints = []string{"dedicated=infra:NoSchedule"}
 
 // counts of what the suite checked, reported at the end.
 type counts struct{ scrapes, sars int }

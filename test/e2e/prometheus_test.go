@@ -175,7 +175,7 @@ func prometheusCluster(t *testing.T, version string, mode metricsv1alpha1.Exposu
 		proxyConf = string(edited)
 	}
 	c := framework.StartCluster(t, framework.ClusterOptions{
-		Version: version, Workers: 2,
+		Version: version, ControlPlaneTaints: controlPlaneTaints, Workers: 2,
 		EtcdArgs: ch.Args(kubeadm.Etcd), APIServerArgs: ch.Args(kubeadm.APIServer),
 		ControllerManagerArgs: ch.Args(kubeadm.ControllerManager), SchedulerArgs: ch.Args(kubeadm.Scheduler),
 		KubeProxyConfig: proxyConf,

@@ -35,6 +35,11 @@ type ClusterOptions struct {
 	KubeProxyConfig string
 	// FeatureGates of the kubelets and kube-proxies (z-pages on 1.33 to 1.35).
 	FeatureGates string
+	// ControlPlaneTaints are the control-plane node's taints
+	// (key=value:Effect), which replace kubeadm's default as an EKS-A
+	// spec's controlPlaneConfiguration.taints do; nil: kubeadm's
+	// node-role.kubernetes.io/control-plane:NoSchedule.
+	ControlPlaneTaints []string
 }
 
 // Node is a node of the cluster: a simulated host running the real kubelet
@@ -269,7 +274,11 @@ func (c *Cluster) StartKubelet(t testing.TB, n *Node, authorizationMode string) 
 		"--client-ca-file=" + c.PKI.CACert, "--v=0"}
 	if n.ControlPlane {
 		// The role label is set by kubeadm (NodeRestriction refuses it from the kubelet): WaitNodesReady.
-		args = append(args, "--register-with-taints=node-role.kubernetes.io/control-plane:NoSchedule", "--pod-manifest-path="+c.manifests)
+		taints := c.Options.ControlPlaneTaints
+		if taints == nil {
+			taints = []string{"node-role.kubernetes.io/control-plane:NoSchedule"}
+		}
+		args = append(args, "--register-with-taints="+strings.Join(taints, ","), "--pod-manifest-path="+c.manifests)
 	}
 	if c.Options.FeatureGates != "" {
 		args = append(args, "--feature-gates="+c.Options.FeatureGates)
