@@ -18,8 +18,20 @@ help: ## Show this help
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z0-9_-]+:.*##/ {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build bin/eksa-metrics
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/eksa-metrics ./cmd/eksa-metrics
+build: ## Build bin/eksa-metrics (static: no cgo)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/eksa-metrics ./cmd/eksa-metrics
+
+# The image: the static binary for linux/ARCH (the build above, when that is
+# this machine) in a layer of its own, built without a container daemon or a
+# base image (hack/image, internal/image). IMAGE names it in the archive.
+ARCH     ?= $(shell $(GO) env GOARCH)
+IMAGE    ?= public.ecr.aws/eksa-metrics/eksa-metrics:$(VERSION)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+
+.PHONY: image
+image: ## Build the controller image as bin/eksa-metrics-image.tar (docker load, crane push, skopeo docker-archive:) and print its digest
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/linux-$(ARCH)/eksa-metrics ./cmd/eksa-metrics
+	$(GO) run ./hack/image -binary bin/image/linux-$(ARCH)/eksa-metrics -arch $(ARCH) -version $(VERSION) -revision $(REVISION) -tag $(IMAGE) -o bin/eksa-metrics-image.tar
 
 .PHONY: test
 test: unit integration e2e ## Run every test: unit, integration and end-to-end (what CI runs)
@@ -33,7 +45,7 @@ testbed: ## Build (or take from the cache) etcd, Kubernetes 1.34 and 1.37, kube-
 	hack/testbed.sh
 
 .PHONY: integration
-integration: testbed ## Tests against a real kube-apiserver and etcd with the real CRDs
+integration: testbed image ## Tests against a real kube-apiserver and etcd with the real CRDs, and the image
 	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 35m ./test/integration/...
 
 .PHONY: e2e

@@ -52,7 +52,7 @@ func TestRepository(t *testing.T) {
 
 // The controller's pods reach API servers and DNS only.
 func TestManifestsLimitTheControllersEgress(t *testing.T) {
-	out, err := BuildWith(Options{Image: DefaultImage, Namespace: "obs-system", Shards: []string{"a"}})
+	out, err := BuildWith(Options{Image: ImageRepository + ":v0.1.0", Namespace: "obs-system", Shards: []string{"a"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,10 @@ var base embed.FS
 
 // The defaults of `eksa-metrics controller manifests`.
 const (
-	DefaultImage     = "public.ecr.aws/eksa-metrics/eksa-metrics:v0.1.0"
+	// ImageRepository is where the image of each release is published
+	// (tagged with the release: a release build installs its own); make
+	// image builds it.
+	ImageRepository  = "public.ecr.aws/eksa-metrics/eksa-metrics"
 	DefaultNamespace = "eksa-metrics-system"
 )
 

@@ -30,7 +30,7 @@ type doc struct {
 // impersonate, wildcards, pods, ServiceAccount tokens), and every binding
 // to the controller's ServiceAccount in the namespace asked for.
 func TestControllerRBACIsLeastPrivilege(t *testing.T) {
-	out, err := BuildWith(Options{Image: DefaultImage, Namespace: "obs-system"})
+	out, err := BuildWith(Options{Image: ImageRepository + ":v0.1.0", Namespace: "obs-system"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 // The monitoring namespaces asked for get a Role, and Namespaces lists
 // every namespace with a Role.
 func TestNamespacesHaveRoles(t *testing.T) {
-	o := Options{Image: DefaultImage, Namespace: DefaultNamespace, MonitoringNamespaces: []string{"obs"}}
+	o := Options{Image: ImageRepository + ":v0.1.0", Namespace: DefaultNamespace, MonitoringNamespaces: []string{"obs"}}
 	ns := Namespaces(o)
 	for _, want := range []string{"obs", "eksa-system", templates.SystemNS, DefaultNamespace, "cert-manager"} {
 		if !slices.Contains(ns, want) {

@@ -306,6 +306,9 @@ policy flags are passed on to the controller's arguments.`,
 			if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 				return usageErrorf("--namespace %q is not a namespace name: %s", namespace, strings.Join(errs, "; "))
 			}
+			if image == "" {
+				return usageErrorf("--image is required: %s", noImage())
+			}
 			if problem, _ := spec.ImageProblems(image); problem != "" {
 				return usageErrorf("--image %q %s", image, problem)
 			}
@@ -352,7 +355,7 @@ policy flags are passed on to the controller's arguments.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&image, "image", defaultControllerImage(), "the controller's image (a release build defaults to its own release's image; eksa-metrics version shows it)")
+	cmd.Flags().StringVar(&image, "image", defaultControllerImage(), "the controller's image, pinned by digest (required unless this is a release build, which installs its own release's image; eksa-metrics version shows it; make image builds one)")
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
 	cmd.Flags().StringSliceVar(&shards, "shard", nil, "add a Deployment eksa-metrics-controller-<shard> that keeps the Clusters labelled "+controller.ShardLabel+"=<shard>, with its own Lease; repeatable (the first Deployment keeps the Clusters without the label)")
 	cmd.Flags().StringSliceVar(&imagePrefixes, "allowed-image-prefix", nil, "a registry or repository prefix (e.g. registry.example.com/mirror/) the admission policy lets the controller run proxies and sidecars from, beyond "+strings.Join(config.DefaultImagePrefixes, ", ")+"; repeatable")

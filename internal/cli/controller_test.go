@@ -12,7 +12,7 @@ import (
 // on to the controller, and refuses names and images no API server or
 // runtime would take.
 func TestControllerManifestsFlags(t *testing.T) {
-	code, out, stderr := run(t, "", "controller", "manifests", "--namespace", "obs-system", "--management-cluster", "default/mgmt", "--privileged-namespace", "platform", "--kube-rbac-proxy-image", "registry.example/kube-rbac-proxy:v0.19.1")
+	code, out, stderr := run(t, "", "controller", "manifests", "--image", "registry.example/eksa-metrics:v0.1.0", "--namespace", "obs-system", "--management-cluster", "default/mgmt", "--privileged-namespace", "platform", "--kube-rbac-proxy-image", "registry.example/kube-rbac-proxy:v0.19.1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -42,7 +42,7 @@ func TestControllerManifestsFlags(t *testing.T) {
 		{[]string{"--haproxy-image", "registry.example/UPPER:1"}},
 		{[]string{"--monitoring-namespace", "Bad_NS"}},
 	} {
-		if code, _, stderr := run(t, "", append([]string{"controller", "manifests"}, tc.args...)...); code != ExitUsage || stderr == "" {
+		if code, _, stderr := run(t, "", append([]string{"controller", "manifests", "--image", "registry.example/eksa-metrics:v0.1.0"}, tc.args...)...); code != ExitUsage || stderr == "" {
 			t.Errorf("%v: exit %d (%s), want %d with a reason", tc.args, code, stderr, ExitUsage)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,23 +20,26 @@ var Version = "dev"
 // without it, the VCS revision Go stamps into the binary is shown.
 var Commit = ""
 
-// releaseVersion is the form of a release build's Version: v1.2.3, or a
-// pre-release such as v1.2.3-rc.1.
-var releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`)
+// releaseVersion is the form of a release build's Version, a release tag:
+// v1.2.3, or a pre-release such as v1.2.3-rc.1. What git describe gives
+// between tags (v1.2.3-4-gabcdef0, -dirty) is not a release.
+var releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.?[0-9]*)?$`)
 
 // defaultControllerImage is the image `controller manifests` installs without
-// --image: for a release build, the controller image of that same release
-// (config.DefaultImage's repository, tagged with Version); for any other build
-// (dev, a commit), config.DefaultImage, the image of the last release.
+// --image: for a release build, the image of that same release
+// (config.ImageRepository tagged with Version); "" for any other build (dev,
+// a commit), which has no published image: --image is then required.
 func defaultControllerImage() string {
 	if !releaseVersion.MatchString(Version) {
-		return config.DefaultImage
+		return ""
 	}
-	repo := config.DefaultImage
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	return repo + ":" + Version
+	return config.ImageRepository + ":" + Version
+}
+
+// noImage is what version says and controller manifests refuses with when
+// the build has no published image.
+func noImage() string {
+	return fmt.Sprintf("this eksa-metrics (%s) is not a release build, so no published image matches it: build one with make image (bin/eksa-metrics-image.tar; docker load, crane push or skopeo copy docker-archive:), push it and pass --image <registry>/eksa-metrics:<tag>@sha256:<digest>", Version)
 }
 
 // versionInfo is what `version` prints; its JSON form is a stable schema.
@@ -121,8 +123,12 @@ func NewCmdVersion(f *Factory) *cobra.Command {
 				_, err = fmt.Fprintf(out, "%s\n", b)
 				return err
 			case "text":
+				img := v.ControllerImage
+				if img == "" {
+					img = "none: " + noImage()
+				}
 				_, err := fmt.Fprintf(out, "eksa-metrics %s\ncommit: %s\ngo: %s\nkubernetes: %s to %s\neks anywhere: %s and later (KubeadmControlPlane v1beta1 before %s, v1beta2 from %s)\ncontroller image: %s\n",
-					v.Version, v.Commit, v.GoVersion, v.Kubernetes.Min, v.Kubernetes.Max, v.EKSAnywhere.Min, v.EKSAnywhere.V1beta2From, v.EKSAnywhere.V1beta2From, v.ControllerImage)
+					v.Version, v.Commit, v.GoVersion, v.Kubernetes.Min, v.Kubernetes.Max, v.EKSAnywhere.Min, v.EKSAnywhere.V1beta2From, v.EKSAnywhere.V1beta2From, img)
 				return err
 			}
 			return usageErrorf("-o %q is not one of text, json", output)

@@ -18,7 +18,7 @@ func TestVersionShowsSupport(t *testing.T) {
 	for _, w := range []string{"eksa-metrics " + Version + "\n", "commit: ", "go: " + runtime.Version(),
 		"kubernetes: " + spec.MinKube.String() + " to " + spec.MaxKube.String(),
 		"eks anywhere: " + spec.MinEKSA.String() + " and later", "v1beta2 from " + spec.EKSAv1beta2.String(),
-		"controller image: " + config.DefaultImage} {
+		"controller image: "} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("version:\n%s\nwant %q", stdout, w)
 		}
@@ -43,28 +43,38 @@ func TestVersionShowsSupport(t *testing.T) {
 }
 
 // A release build installs its own release's controller image; any other
-// build the last release's (config.DefaultImage). `controller manifests`
-// and `version` agree.
+// build has none, and controller manifests requires --image. controller
+// manifests and version agree.
 func TestControllerImageFollowsRelease(t *testing.T) {
 	defer func(v string) { Version = v }(Version)
-	repo := config.DefaultImage[:strings.LastIndex(config.DefaultImage, ":")]
 	for version, want := range map[string]string{
-		"dev":                     config.DefaultImage,
-		"v0.1.0-3-g1234567-dirty": repo + ":v0.1.0-3-g1234567-dirty", // git describe of a pre-release form: still a tag
-		"v9.8.7":                  repo + ":v9.8.7",
-		"v9.8.7-rc.1":             repo + ":v9.8.7-rc.1",
-		"1234abcd":                config.DefaultImage,
+		"dev":                     "",
+		"v0.1.0-3-g1234567-dirty": "", // git describe between tags: not a release
+		"v0.1.0-3-g1234567":       "",
+		"v9.8.7":                  config.ImageRepository + ":v9.8.7",
+		"v9.8.7-rc.1":             config.ImageRepository + ":v9.8.7-rc.1",
+		"1234abcd":                "",
 	} {
 		Version = version
 		if got := defaultControllerImage(); got != want {
 			t.Errorf("Version %q: image %q, want %q", version, got, want)
 		}
-		_, stdout, _ := run(t, "", "controller", "manifests")
+		code, stdout, stderr := run(t, "", "controller", "manifests")
+		_, vout, _ := run(t, "", "version")
+		if want == "" {
+			if code != ExitUsage || !strings.Contains(stderr, "--image is required") || !strings.Contains(stderr, "make image") {
+				t.Errorf("Version %q: controller manifests without --image: exit %d, %s", version, code, stderr)
+			}
+			if !strings.Contains(vout, "controller image: none: ") {
+				t.Errorf("Version %q: version says\n%s", version, vout)
+			}
+			continue
+		}
 		if !strings.Contains(stdout, "image: "+want+"\n") {
 			t.Errorf("Version %q: controller manifests does not install %s", version, want)
 		}
-		if _, stdout, _ := run(t, "", "version"); !strings.Contains(stdout, "controller image: "+want+"\n") {
-			t.Errorf("Version %q: version says\n%s", version, stdout)
+		if !strings.Contains(vout, "controller image: "+want+"\n") {
+			t.Errorf("Version %q: version says\n%s", version, vout)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func newFleet(t testing.TB, names ...string) *fleet {
 	f.mgmt.InstallCRDDir(t, "cluster-api-core")
 	// The CRD, namespace and RBAC exactly as the manifests command prints
 	// them (the Deployment does not run here: the controller runs in the test).
-	raw, err := config.Build(config.DefaultImage, config.DefaultNamespace)
+	raw, err := config.Build(config.ImageRepository+":v0.1.0", config.DefaultNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
