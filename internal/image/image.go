@@ -9,10 +9,13 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -151,4 +154,67 @@ func filesystem(bin []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// Check says what keeps an image from being the one Build makes for a
+// restricted pod: the user, the entrypoint alone, the binary, the roots,
+// and no shell. It reads the image's flattened filesystem.
+func Check(img v1.Image) error {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	var problems []string
+	if cf.Config.User != User || len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != Entrypoint || len(cf.Config.Cmd) > 0 {
+		problems = append(problems, fmt.Sprintf("config: user %q, entrypoint %q, cmd %q (want %s, [%s], none)", cf.Config.User, cf.Config.Entrypoint, cf.Config.Cmd, User, Entrypoint))
+	}
+	files := map[string]*tar.Header{}
+	var roots []byte
+	tr := tar.NewReader(mutate.Extract(img))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		files["/"+strings.TrimSuffix(h.Name, "/")] = h
+		if "/"+h.Name == CACertificates {
+			if roots, err = io.ReadAll(tr); err != nil {
+				return err
+			}
+		}
+	}
+	for _, shell := range []string{"/bin/sh", "/bin/bash", "/bin/busybox", "/usr/bin/env"} {
+		if files[shell] != nil {
+			problems = append(problems, "it has "+shell)
+		}
+	}
+	if h := files[Entrypoint]; h == nil || h.Mode != 0o755 || h.Uid != 0 {
+		problems = append(problems, Entrypoint+" is missing, or not root's and mode 0755")
+	}
+	if h := files["/home/nonroot"]; h == nil || h.Uid != 65532 {
+		problems = append(problems, "no home owned by 65532")
+	}
+	if n := countCertificates(roots); n < 100 {
+		problems = append(problems, fmt.Sprintf("%s holds %d certificates", CACertificates, n))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func countCertificates(b []byte) int {
+	n := 0
+	for {
+		var blk *pem.Block
+		if blk, b = pem.Decode(b); blk == nil {
+			return n
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err == nil {
+			n++
+		}
+	}
 }

@@ -30,12 +30,12 @@ func TestImageRunsItsBinaryAsItsUser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make image wrote an archive that does not load: %v", err)
 	}
+	if err := image.Check(img); err != nil {
+		t.Fatalf("make image: %v", err)
+	}
 	cf, err := img.ConfigFile()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if cf.Config.User != image.User || strings.Join(cf.Config.Entrypoint, " ") != image.Entrypoint || len(cf.Config.Cmd) > 0 {
-		t.Fatalf("config: user %q, entrypoint %q, cmd %q", cf.Config.User, cf.Config.Entrypoint, cf.Config.Cmd)
 	}
 	root := t.TempDir()
 	if err := os.Chmod(root, 0o755); err != nil {
@@ -85,11 +85,6 @@ func TestImageRunsItsBinaryAsItsUser(t *testing.T) {
 	var v struct{ Version string }
 	if err := json.Unmarshal(out, &v); err != nil || v.Version == "" || v.Version != cf.Config.Labels["org.opencontainers.image.version"] {
 		t.Fatalf("version %q (%v), image label %q", out, err, cf.Config.Labels["org.opencontainers.image.version"])
-	}
-	for _, shell := range []string{"/bin/sh", "/bin/bash", "/bin/busybox"} {
-		if _, err := os.Stat(filepath.Join(root, shell)); err == nil {
-			t.Errorf("the image has %s", shell)
-		}
 	}
 }
 
