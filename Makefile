@@ -46,7 +46,7 @@ testbed: ## Build (or take from the cache) etcd, Kubernetes 1.34 and 1.37, kube-
 
 .PHONY: integration
 integration: testbed image ## Tests against a real kube-apiserver and etcd with the real CRDs, and the image
-	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 35m ./test/integration/...
+	EKSA_METRICS_BIN=$(CURDIR)/bin hack/test-shards.sh ./test/integration/ 35m 'run=^TestController' 'skip=^TestController'
 
 .PHONY: e2e
 e2e: testbed ## Start the real components with what generate renders and scrape them

@@ -351,7 +351,12 @@ policy flags are passed on to the controller's arguments.`,
 			if err != nil {
 				return err
 			}
-			_, err = f.IOStreams.Out.Write(out)
+			if _, err = f.IOStreams.Out.Write(out); err != nil {
+				return err
+			}
+			if o.ManagementCluster == "" {
+				_, err = fmt.Fprintln(f.IOStreams.ErrOut, "note: without --management-cluster, no Cluster is the management cluster: the controller keeps workload clusters only, never edits or scrapes the management controllers (eksa-controller-manager, Cluster API, the provider, etcdadm, curated packages, cert-manager), and refuses a MetricsConfig that selects a Cluster managing itself (NotAllowed); pass --management-cluster NAMESPACE/NAME to include them")
+			}
 			return err
 		},
 	}

@@ -13,8 +13,12 @@ import (
 // runtime would take.
 func TestControllerManifestsFlags(t *testing.T) {
 	code, out, stderr := run(t, "", "controller", "manifests", "--image", "registry.example/eksa-metrics:v0.1.0", "--namespace", "obs-system", "--management-cluster", "default/mgmt", "--privileged-namespace", "platform", "--kube-rbac-proxy-image", "registry.example/kube-rbac-proxy:v0.19.1")
-	if code != 0 {
+	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// Without --management-cluster it says what the controller then leaves out.
+	if code, _, stderr := run(t, "", "controller", "manifests", "--image", "registry.example/eksa-metrics:v0.1.0"); code != 0 || !strings.Contains(stderr, "without --management-cluster, no Cluster is the management cluster") {
+		t.Errorf("without --management-cluster: exit %d, %q", code, stderr)
 	}
 	for _, doc := range strings.Split(out, "\n---\n") {
 		var obj struct {
