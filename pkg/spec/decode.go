@@ -58,6 +58,17 @@ func (d *decoder) resolve(n *yaml.Node, path *field.Path) (*yaml.Node, bool) {
 	return n, n != nil
 }
 
+// isMergeKey: a YAML 1.1 merge key (<<), which EKS-A's parser expands and
+// eksa-metrics, which reads every field where it is written and gives
+// cluster.yaml back byte for byte, does not.
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && (k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0)
+}
+
+func mergeKeyError(path *field.Path) *field.Error {
+	return field.Forbidden(path, "YAML merge keys (<<) are not supported: eksa-metrics reads each field where it is written (and writes cluster.yaml back byte for byte), so merged fields would be missed; write them out in place")
+}
+
 func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
 }
@@ -160,6 +171,10 @@ func (d *decoder) structValue(n *yaml.Node, rv reflect.Value, path *field.Path) 
 			continue
 		}
 		child := path.Child(k.Value)
+		if isMergeKey(k) {
+			d.fail(k.Line, mergeKeyError(child))
+			continue
+		}
 		if _, known := fields[k.Value]; d.foreign && !known {
 			continue
 		}
@@ -194,6 +209,10 @@ func (d *decoder) mapValue(n *yaml.Node, rv reflect.Value, path *field.Path) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		child := path.Key(k.Value)
+		if isMergeKey(k) {
+			d.fail(k.Line, mergeKeyError(child))
+			continue
+		}
 		if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
 			d.fail(k.Line, field.Duplicate(child, "key set twice"))
 			continue

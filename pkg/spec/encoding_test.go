@@ -85,3 +85,18 @@ func TestUnknownFieldSaysWhichWasMeant(t *testing.T) {
 		}
 	}
 }
+
+// A YAML merge key is refused at its line wherever it is, in the Cluster
+// document (whose fields would be missed) as in the metrics section.
+func TestLoadRefusesMergeKeys(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, want string }{
+		"cluster spec": {strings.Replace(encodingSpec, "  kubernetesVersion: \"1.36\"\n", "  <<: {kubernetesVersion: \"1.36\"}\n", 1), "c.yaml:5: spec.<<: Forbidden: YAML merge keys (<<) are not supported"},
+		"labels":       {strings.Replace(encodingSpec, "metadata: {name: c}", "metadata: {name: c, labels: {<<: {team: a}}}", 1), "c.yaml:3: metadata.labels[<<]: Forbidden: YAML merge keys"},
+		"metrics":      {encodingSpec + "    <<: {exposure: proxy}\n", "c.yaml:9: spec.metrics.<<: Forbidden: YAML merge keys"},
+	} {
+		_, err := Load("c.yaml", strings.NewReader(tc.doc))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want %q in: %v", name, tc.want, err)
+		}
+	}
+}
