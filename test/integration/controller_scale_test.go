@@ -513,7 +513,12 @@ func controllerReason(r string) string { return "reason:" + r }
 
 func readyCondition(t testing.TB, f *fleet) map[string]any {
 	t.Helper()
-	conds, _, _ := unstructured.NestedSlice(f.status(t), "conditions")
+	return readyConditionOf(t, f, "fleet")
+}
+
+func readyConditionOf(t testing.TB, f *fleet, name string) map[string]any {
+	t.Helper()
+	conds, _, _ := unstructured.NestedSlice(f.statusOf(t, name), "conditions")
 	for _, c := range conds {
 		if m := c.(map[string]any); m["type"] == "Ready" {
 			return m
@@ -602,12 +607,69 @@ func TestControllerSaysAMetricsConfigSelectsNothing(t *testing.T) {
 		}
 		return nil
 	})
-	f.metricsConfigSpec(t, nil) // metrics=on: w1
-	f.appliedAll(t, 1)
-	f.waitFor(t, "Ready True once w1 is selected", func() error {
-		if c := readyCondition(t, f); c == nil || c["status"] != "True" || c["reason"] != metricsv1alpha1.ReasonApplied {
-			return fmt.Errorf("Ready: %v", c)
+
+	// EKS-A's own GitOps: its Flux applies every document of
+	// clusters/<management>/<cluster>/eksa-system/eksa-cluster.yaml to the
+	// management cluster. A MetricsConfig document there whose clusterRef
+	// names the file's Cluster is a spec validate passes and a resource the
+	// controller keeps (docs/controller.md, "EKS Anywhere's GitOps").
+	dir := t.TempDir()
+	path := filepath.Join(dir, "eksa-cluster.yaml")
+	if err := os.WriteFile(path, []byte(gitOpsClusterFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := eksaMetrics("validate", "-f", path); code != cli.ExitOK {
+		t.Fatalf("validate of the GitOps file: exit %d\n%s%s", code, out, stderr)
+	}
+	if err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Delete(context.Background(), "fleet", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the selector-less MetricsConfig gone", func() error {
+		if _, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(context.Background(), "fleet", metav1.GetOptions{}); err == nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	for _, doc := range framework.ReadYAML(t, path) {
+		if doc["kind"] == "MetricsConfig" { // the EKS-A documents are EKS-A's own, already there
+			doc["metadata"].(map[string]any)["namespace"] = "default" // Flux's Kustomization puts them in the Cluster's namespace
+			if err := f.mgmt.Apply(context.Background(), "flux", true, doc); err != nil {
+				t.Fatalf("Flux's apply of the MetricsConfig document: %v", err)
+			}
+		}
+	}
+	f.waitFor(t, "w1 applied and Ready True once selected by its clusterRef", func() error {
+		st := f.statusOf(t, "w1")
+		if c := readyConditionOf(t, f, "w1"); c == nil || c["status"] != "True" || c["reason"] != metricsv1alpha1.ReasonApplied || st["readyClusters"] != int64(1) {
+			return fmt.Errorf("Ready: %v, status %v", c, st)
 		}
 		return nil
 	})
 }
+
+// gitOpsClusterFile is an eksa-cluster.yaml of EKS-A's GitOps layout for
+// the fleet's Cluster w1, with a MetricsConfig document naming it.
+const gitOpsClusterFile = `apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: Cluster
+metadata:
+  name: w1
+spec:
+  kubernetesVersion: "1.34"
+  eksaVersion: v0.26.1
+  controlPlaneConfiguration: {count: 1}
+  datacenterRef: {kind: DockerDatacenterConfig, name: w1}
+  managementCluster: {name: mgmt}
+---
+apiVersion: anywhere.eks.amazonaws.com/v1alpha1
+kind: DockerDatacenterConfig
+metadata: {name: w1}
+spec: {}
+---
+apiVersion: metrics.anywhere.eks.amazonaws.com/v1alpha1
+kind: MetricsConfig
+metadata: {name: w1} # a MetricsConfig document is named after its Cluster
+spec:
+  clusterRef: {kind: Cluster, name: w1}
+  scrapers:
+  - {kind: Group, name: metrics-readers}
+`

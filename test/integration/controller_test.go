@@ -324,9 +324,12 @@ func toJSON(m map[string]any) string {
 	return string(j)
 }
 
-func (f *fleet) status(t testing.TB) map[string]any {
+func (f *fleet) status(t testing.TB) map[string]any { t.Helper(); return f.statusOf(t, "fleet") }
+
+// statusOf is the status of MetricsConfig default/name.
+func (f *fleet) statusOf(t testing.TB, name string) map[string]any {
 	t.Helper()
-	mc, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(context.Background(), "fleet", metav1.GetOptions{})
+	mc, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
