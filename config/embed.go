@@ -51,6 +51,12 @@ type Options struct {
 	// (--images-from-bundles). The repositories of --kube-rbac-proxy-image
 	// and --haproxy-image are added by the manifests command.
 	ImagePrefixes []string
+	// WithoutAdmissionPolicy leaves the ValidatingAdmissionPolicy and its
+	// binding out: a management cluster on Kubernetes 1.28 or 1.29 does not
+	// serve admissionregistration.k8s.io/v1 policies (GA in 1.30; v1beta1
+	// there is off unless the API server enables it), and would refuse
+	// the whole stream. The controller's writes are then held by RBAC only.
+	WithoutAdmissionPolicy bool
 }
 
 // Build renders the base with an image and a namespace, as YAML.

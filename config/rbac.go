@@ -87,6 +87,9 @@ func rbacObjects(o Options) []any {
 
 	rules := namespacedRules(o)
 	out = append(out, roles(o, rules, sa, label)...)
+	if o.WithoutAdmissionPolicy {
+		return out
+	}
 	return append(out, admissionPolicy(o, label)...)
 }
 

@@ -290,7 +290,7 @@ func ctrlConfig(workers int) ctrlconfig.Controller {
 }
 
 func newCmdControllerManifests(f *Factory) *cobra.Command {
-	var image, namespace string
+	var image, namespace, kubeVersion string
 	var shards, imagePrefixes []string
 	o := &ControllerOptions{}
 	cmd := &cobra.Command{
@@ -335,7 +335,15 @@ policy flags are passed on to the controller's arguments.`,
 					imagePrefixes = append(imagePrefixes, config.Repository(img))
 				}
 			}
-			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards, ImagePrefixes: imagePrefixes}
+			withoutPolicy := false
+			if kubeVersion != "" {
+				kv, err := spec.ParseKubeVersion(kubeVersion)
+				if err != nil || kv.Major != 1 {
+					return usageErrorf("--kubernetes-version %q is not a Kubernetes version (1.30, v1.29.4)", kubeVersion)
+				}
+				withoutPolicy = kv.Minor < admissionPolicyGA
+			}
+			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards, ImagePrefixes: imagePrefixes, WithoutAdmissionPolicy: withoutPolicy}
 			cmd.Flags().Visit(func(fl *pflag.Flag) {
 				if policyFlag[fl.Name] {
 					if sv, ok := fl.Value.(pflag.SliceValue); ok {
@@ -354,6 +362,11 @@ policy flags are passed on to the controller's arguments.`,
 			if _, err = f.IOStreams.Out.Write(out); err != nil {
 				return err
 			}
+			if withoutPolicy {
+				if _, err = fmt.Fprintf(f.IOStreams.ErrOut, "warning: Kubernetes %s serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later do), so the admission policy is left out: the controller's writes are held by its RBAC only (it could then change objects it did not create in the namespaces its Roles name, run images from anywhere and bind roles it holds); upgrade the management cluster to 1.30 or later and print the manifests again\n", kubeVersion); err != nil {
+					return err
+				}
+			}
 			if o.ManagementCluster == "" {
 				_, err = fmt.Fprintln(f.IOStreams.ErrOut, "note: without --management-cluster, no Cluster is the management cluster: the controller keeps workload clusters only, never edits or scrapes the management controllers (eksa-controller-manager, Cluster API, the provider, etcdadm, curated packages, cert-manager), and refuses a MetricsConfig that selects a Cluster managing itself (NotAllowed); pass --management-cluster NAMESPACE/NAME to include them")
 			}
@@ -362,11 +375,16 @@ policy flags are passed on to the controller's arguments.`,
 	}
 	cmd.Flags().StringVar(&image, "image", defaultControllerImage(), "the controller's image, pinned by digest (required unless this is a release build, which installs its own release's image; eksa-metrics version shows it; make image builds one)")
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
+	cmd.Flags().StringVar(&kubeVersion, "kubernetes-version", "", "the management cluster's Kubernetes version; below 1.30 the admission policy, which such an API server does not serve, is left out (with a warning)")
 	cmd.Flags().StringSliceVar(&shards, "shard", nil, "add a Deployment eksa-metrics-controller-<shard> that keeps the Clusters labelled "+controller.ShardLabel+"=<shard>, with its own Lease; repeatable (the first Deployment keeps the Clusters without the label)")
 	cmd.Flags().StringSliceVar(&imagePrefixes, "allowed-image-prefix", nil, "a registry or repository prefix (e.g. registry.example.com/mirror/) the admission policy lets the controller run proxies and sidecars from, beyond "+strings.Join(config.DefaultImagePrefixes, ", ")+"; repeatable")
 	policyFlags(cmd.Flags(), o)
 	return cmd
 }
+
+// admissionPolicyGA is the Kubernetes minor from which ValidatingAdmissionPolicy
+// is served as admissionregistration.k8s.io/v1, on by default.
+const admissionPolicyGA = 30
 
 // policyFlag names the flags of `controller manifests` that are the
 // controller's own.

@@ -51,3 +51,30 @@ func TestControllerManifestsFlags(t *testing.T) {
 		}
 	}
 }
+
+// A management cluster below 1.30 serves no v1 ValidatingAdmissionPolicy:
+// --kubernetes-version leaves the policy out and says what that costs.
+func TestControllerManifestsForOlderManagementClusters(t *testing.T) {
+	img := "registry.example/eksa-metrics:v0.1.0"
+	for _, tc := range []struct {
+		version    string
+		wantPolicy bool
+	}{{"1.29", false}, {"v1.28.5", false}, {"1.30", true}, {"", true}} {
+		code, out, stderr := run(t, "", "controller", "manifests", "--image", img, "--management-cluster", "default/mgmt", "--kubernetes-version", tc.version)
+		if code != ExitOK {
+			t.Fatalf("%q: exit %d: %s", tc.version, code, stderr)
+		}
+		if got := strings.Contains(out, "kind: ValidatingAdmissionPolicy\n"); got != tc.wantPolicy || strings.Contains(out, "kind: ValidatingAdmissionPolicyBinding\n") != tc.wantPolicy {
+			t.Errorf("%q: policy printed %v, want %v", tc.version, got, tc.wantPolicy)
+		}
+		if warned := strings.Contains(stderr, "the admission policy is left out: the controller's writes are held by its RBAC only"); warned == tc.wantPolicy {
+			t.Errorf("%q: warning %v: %q", tc.version, warned, stderr)
+		}
+		if !strings.Contains(out, "kind: ClusterRole\n") {
+			t.Errorf("%q: no RBAC", tc.version)
+		}
+	}
+	if code, _, _ := run(t, "", "controller", "manifests", "--image", img, "--kubernetes-version", "2.1"); code != ExitUsage {
+		t.Errorf("--kubernetes-version 2.1: exit %d, want %d", code, ExitUsage)
+	}
+}
