@@ -3,6 +3,11 @@
 # end-to-end tests run, two builds at a time (the longest first, so that the
 # short ones fill the gaps), then installs the Debian packages and copies the
 # CRDs. A build's output is shown when it fails.
+#
+# usage: hack/testbed.sh [integration]
+#   integration: only what the integration tests run (the newest Kubernetes,
+#   not the agents only the end-to-end tests start), so that make test can
+#   run them while the rest builds.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Pinned versions of the test bed. test/framework/versions.go lists the same
@@ -23,12 +28,15 @@ OTELCOL_STABLE_VERSION=v1.71.0
 VMAGENT_VERSION=v1.151.0
 JOBS="${TESTBED_JOBS:-2}"
 
-builds=()
-for v in "${KUBE_VERSIONS[@]}"; do builds+=("build-kubernetes.sh ${v}"); done
-builds+=("build-prometheus.sh ${PROMETHEUS_VERSION}" "build-otelcol.sh ${OTELCOL_VERSION} ${OTELCOL_CONTRIB_VERSION} ${OTELCOL_STABLE_VERSION}" "build-cluster-api.sh ${CLUSTER_API_VERSION}"
+GROUP="${1:-all}"
+[[ "${GROUP}" == all || "${GROUP}" == integration ]] || { log "usage: $0 [integration]"; exit 2; }
+builds=("build-kubernetes.sh ${KUBE_VERSIONS[0]}")
+[[ "${GROUP}" == integration ]] || for v in "${KUBE_VERSIONS[@]:1}"; do builds+=("build-kubernetes.sh ${v}"); done
+builds+=("build-prometheus.sh ${PROMETHEUS_VERSION}" "build-cluster-api.sh ${CLUSTER_API_VERSION}"
   "build-prometheus-operator.sh ${PROMETHEUS_OPERATOR_VERSION}" "build-etcd.sh ${ETCD_VERSION}"
-  "build-cert-manager.sh ${CERT_MANAGER_VERSION}" "build-vmagent.sh ${VMAGENT_VERSION}" "build-kube-rbac-proxy.sh ${KUBE_RBAC_PROXY_VERSION}"
+  "build-cert-manager.sh ${CERT_MANAGER_VERSION}" "build-kube-rbac-proxy.sh ${KUBE_RBAC_PROXY_VERSION}"
   "build-controller-gen.sh ${CONTROLLER_TOOLS_VERSION}")
+[[ "${GROUP}" == integration ]] || builds+=("build-otelcol.sh ${OTELCOL_VERSION} ${OTELCOL_CONTRIB_VERSION} ${OTELCOL_STABLE_VERSION}" "build-vmagent.sh ${VMAGENT_VERSION}")
 
 LOGS="$(mktemp -d)"
 trap 'rm -rf "${LOGS}"' EXIT
