@@ -47,10 +47,20 @@ testbed: ## Build (or take from the cache) etcd, Kubernetes 1.34 and 1.37, kube-
 
 .PHONY: integration
 integration: testbed image ## Tests against a real kube-apiserver and etcd with the real CRDs, and the image
+	@$(MAKE) --no-print-directory integration-tests
+
+# The integration tests alone, on the test bed as it is: two shards at once.
+.PHONY: integration-tests
+integration-tests:
 	EKSA_METRICS_BIN=$(CURDIR)/bin hack/test-shards.sh ./test/integration/ 35m 'run=^TestController' 'skip=^TestController'
 
 .PHONY: e2e
 e2e: testbed ## Start the real components with what generate renders and scrape them
+	@$(MAKE) --no-print-directory e2e-tests
+
+# The end-to-end tests alone, on the test bed as it is.
+.PHONY: e2e-tests
+e2e-tests:
 	EKSA_METRICS_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 40m ./test/e2e/...
 
 .PHONY: bench

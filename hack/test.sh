@@ -16,11 +16,11 @@ trap 'rm -f "${rest}"' EXIT
 nice -n 10 hack/testbed.sh >"${rest}" 2>&1 &
 testbed=$!
 integration=0
-EKSA_METRICS_BIN="${BIN}" hack/test-shards.sh ./test/integration/ 35m 'run=^TestController' 'skip=^TestController' || integration=$?
+make --no-print-directory integration-tests || integration=$?
 if ! wait "${testbed}"; then
   cat "${rest}" >&2
   log "the rest of the test bed did not build"
   exit 1
 fi
 (( integration == 0 )) || exit "${integration}"
-EKSA_METRICS_BIN="${BIN}" go test -count=1 -timeout 40m ./test/e2e/...
+make --no-print-directory e2e-tests

@@ -20,10 +20,14 @@ type NodeGroup struct {
 	Name         string
 	ControlPlane bool
 	Labels       map[string]string
-	Taints       []corev1.Taint
-	// TaintFields are the field paths of Taints in the spec, "" for a taint
-	// EKS-A adds by default.
-	TaintFields []string
+	Taints       []NodeTaint
+}
+
+// NodeTaint is a taint of a group's nodes and the spec field that sets it
+// ("" for the taint EKS-A sets by default).
+type NodeTaint struct {
+	corev1.Taint
+	Field string
 }
 
 // NodeGroups are the control plane and the worker node groups of the spec.
@@ -38,22 +42,20 @@ func (c *Cluster) NodeGroups() []NodeGroup {
 	maps.Copy(g.Labels, cp.Labels)
 	switch {
 	case cp.Taints != nil:
-		g.Taints = cp.Taints
-		for i := range cp.Taints {
-			g.TaintFields = append(g.TaintFields, fmt.Sprintf("spec.controlPlaneConfiguration.taints[%d]", i))
+		for i, t := range cp.Taints {
+			g.Taints = append(g.Taints, NodeTaint{t, fmt.Sprintf("spec.controlPlaneConfiguration.taints[%d]", i)})
 		}
 	case len(c.Spec.WorkerNodeGroupConfigurations) > 0:
-		g.Taints = []corev1.Taint{{Key: ControlPlaneNodeLabel, Effect: corev1.TaintEffectNoSchedule}}
-		g.TaintFields = []string{""}
+		g.Taints = []NodeTaint{{Taint: corev1.Taint{Key: ControlPlaneNodeLabel, Effect: corev1.TaintEffectNoSchedule}}}
 	}
 	out := []NodeGroup{g}
 	for i, w := range c.Spec.WorkerNodeGroupConfigurations {
-		g := NodeGroup{Name: w.Name, Labels: maps.Clone(w.Labels), Taints: w.Taints}
+		g := NodeGroup{Name: w.Name, Labels: maps.Clone(w.Labels)}
 		if g.Labels == nil {
 			g.Labels = map[string]string{}
 		}
-		for j := range w.Taints {
-			g.TaintFields = append(g.TaintFields, fmt.Sprintf("spec.workerNodeGroupConfigurations[%d].taints[%d]", i, j))
+		for j, t := range w.Taints {
+			g.Taints = append(g.Taints, NodeTaint{t, fmt.Sprintf("spec.workerNodeGroupConfigurations[%d].taints[%d]", i, j)})
 		}
 		out = append(out, g)
 	}

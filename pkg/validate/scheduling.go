@@ -36,8 +36,8 @@ func checkScheduling(_ context.Context, in *Input) Result {
 			if o.Name() == templates.ControlPlaneDS && !g.ControlPlane {
 				continue
 			}
-			for _, why := range unschedulable(&ds.Spec.Template.Spec, g) {
-				details = append(details, fmt.Sprintf("%s on the %s: %s", o, groupName(g), why(in.File)))
+			for _, why := range unschedulable(&ds.Spec.Template.Spec, g, in.File) {
+				details = append(details, fmt.Sprintf("%s on the %s: %s", o, groupName(g), why))
 			}
 		}
 	}
@@ -67,25 +67,21 @@ func groupName(g spec.NodeGroup) string {
 
 // unschedulable says why a pod spec cannot run on a group's nodes, each
 // reason located in the spec file when it comes from a field there.
-func unschedulable(pod *corev1.PodSpec, g spec.NodeGroup) []func(*spec.File) string {
-	var out []func(*spec.File) string
+func unschedulable(pod *corev1.PodSpec, g spec.NodeGroup, f *spec.File) []string {
+	var out []string
 	if sel := labels.SelectorFromSet(pod.NodeSelector); !sel.Matches(labels.Set(g.Labels)) {
-		out = append(out, func(*spec.File) string {
-			return fmt.Sprintf("its node selector %s matches none of the group's labels", sel)
-		})
+		out = append(out, fmt.Sprintf("its node selector %s matches none of the group's labels", sel))
 	}
-	for i, t := range g.Taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule || tolerated(pod.Tolerations, &t) {
+	for _, t := range g.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule || tolerated(pod.Tolerations, &t.Taint) {
 			continue
 		}
 		detail := fmt.Sprintf("taint %s is not tolerated", t.ToString())
-		field := g.TaintFields[i]
-		out = append(out, func(f *spec.File) string {
-			if field == "" {
-				return detail + " (the taint EKS-A sets by default)"
-			}
-			return f.At(field, detail).String()
-		})
+		if t.Field == "" {
+			out = append(out, detail+" (the taint EKS-A sets by default)")
+		} else {
+			out = append(out, f.At(t.Field, detail).String())
+		}
 	}
 	return out
 }

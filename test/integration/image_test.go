@@ -3,6 +3,7 @@ package integration
 import (
 	"archive/tar"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -60,7 +61,7 @@ func TestImageRunsItsBinaryAsItsUser(t *testing.T) {
 			var f *os.File
 			if f, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_EXCL, os.FileMode(h.Mode).Perm()); err == nil {
 				_, err = io.Copy(f, tr)
-				err = errorsJoin(err, f.Close())
+				err = errors.Join(err, f.Close())
 			}
 		default:
 			t.Fatalf("unexpected entry %s (type %c)", h.Name, h.Typeflag)
@@ -86,13 +87,6 @@ func TestImageRunsItsBinaryAsItsUser(t *testing.T) {
 	if err := json.Unmarshal(out, &v); err != nil || v.Version == "" || v.Version != cf.Config.Labels["org.opencontainers.image.version"] {
 		t.Fatalf("version %q (%v), image label %q", out, err, cf.Config.Labels["org.opencontainers.image.version"])
 	}
-}
-
-func errorsJoin(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func errText(err error) string {
