@@ -25,13 +25,15 @@ build: ## Build bin/eksa-metrics (static: no cgo)
 # this machine) in a layer of its own, built without a container daemon or a
 # base image (hack/image, internal/image). IMAGE names it in the archive.
 ARCH     ?= $(shell $(GO) env GOARCH)
-IMAGE    ?= public.ecr.aws/eksa-metrics/eksa-metrics:$(VERSION)
+# IMAGE: the reference the archive names; hack/image defaults it to
+# config.ImageRepository tagged with VERSION.
+IMAGE    ?=
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 .PHONY: image
 image: ## Build the controller image as bin/eksa-metrics-image.tar (docker load, crane push, skopeo docker-archive:) and print its digest
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/image/linux-$(ARCH)/eksa-metrics ./cmd/eksa-metrics
-	$(GO) run ./hack/image -binary bin/image/linux-$(ARCH)/eksa-metrics -arch $(ARCH) -version $(VERSION) -revision $(REVISION) -tag $(IMAGE) -o bin/eksa-metrics-image.tar
+	$(GO) run ./hack/image -binary bin/image/linux-$(ARCH)/eksa-metrics -arch $(ARCH) -version $(VERSION) -revision $(REVISION) $(if $(IMAGE),-tag $(IMAGE)) -o bin/eksa-metrics-image.tar
 
 .PHONY: test
 test: unit ## Run every test: unit, integration and end-to-end (what CI runs; the integration tests run while the end-to-end part of the test bed builds: hack/test.sh)

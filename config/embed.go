@@ -82,8 +82,8 @@ func BuildWith(o Options) ([]byte, error) {
 		return nil, err
 	}
 	name, tag, digest := splitImage(o.Image)
-	overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %q\nresources: [../base]\nimages:\n- name: public.ecr.aws/eksa-metrics/eksa-metrics\n  newName: %q\n",
-		o.Namespace, name)
+	overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %q\nresources: [../base]\nimages:\n- name: %q\n  newName: %q\n",
+		o.Namespace, ImageRepository, name)
 	switch {
 	case digest != "":
 		overlay += fmt.Sprintf("  digest: %q\n", digest)

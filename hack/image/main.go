@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/eksa-metrics/eksa-metrics/config"
 	"github.com/eksa-metrics/eksa-metrics/internal/image"
 )
 
@@ -18,12 +19,15 @@ func main() {
 	flag.StringVar(&o.Arch, "arch", "amd64", "its GOARCH")
 	flag.StringVar(&o.Version, "version", "dev", "the version label")
 	flag.StringVar(&o.Revision, "revision", "unknown", "the git revision label")
-	flag.StringVar(&tag, "tag", "", "the reference the archive names (registry/repository:tag)")
+	flag.StringVar(&tag, "tag", "", "the reference the archive names (registry/repository:tag; default: "+config.ImageRepository+":<version>)")
 	flag.StringVar(&out, "o", "", "the archive to write")
 	flag.Parse()
-	if o.Binary == "" || tag == "" || out == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: image -binary FILE -tag REGISTRY/REPOSITORY:TAG -o ARCHIVE [-arch A] [-version V] [-revision R]")
+	if o.Binary == "" || out == "" || flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: image -binary FILE -o ARCHIVE [-tag REGISTRY/REPOSITORY:TAG] [-arch A] [-version V] [-revision R]")
 		os.Exit(2)
+	}
+	if tag == "" {
+		tag = config.ImageRepository + ":" + o.Version
 	}
 	img, err := image.Build(o)
 	if err == nil {
