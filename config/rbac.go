@@ -40,6 +40,10 @@ func rbacObjects(o Options) []any {
 			{APIGroups: []string{"metrics.anywhere.eks.amazonaws.com"}, Resources: []string{"metricsconfigs"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 			{APIGroups: []string{"metrics.anywhere.eks.amazonaws.com"}, Resources: []string{"metricsconfigs/status"}, Verbs: []string{"get", "update", "patch"}},
 			{APIGroups: []string{"metrics.anywhere.eks.amazonaws.com"}, Resources: []string{"metricsconfigs/finalizers"}, Verbs: []string{"update"}},
+			// Each Cluster's state, one object per (MetricsConfig, Cluster):
+			// written when it changes (server-side apply), deleted when the
+			// Cluster is released.
+			{APIGroups: []string{"metrics.anywhere.eks.amazonaws.com"}, Resources: []string{"metricsconfigbindings"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 			// The EKS-A objects it renders from, the Bundles it may take
 			// images from, and the Cluster API objects that say whose
 			// eksa-system objects are whose.

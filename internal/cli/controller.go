@@ -207,6 +207,8 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 			// The shard's Clusters only: one that leaves the shard is gone
 			// from this replica's view, and let go of.
 			eksaClusters: {Label: shardSelector},
+			// The shard's bindings only (they carry their Cluster's label).
+			&metricsv1alpha1.MetricsConfigBinding{}: {Label: shardSelector},
 		}},
 		Metrics: metricsserver.Options{BindAddress: o.MetricsAddress, SecureServing: true,
 			FilterProvider: filters.WithAuthenticationAndAuthorization},

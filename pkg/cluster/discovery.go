@@ -28,7 +28,7 @@ var mappedKinds = []string{
 	"ServiceAccount", "ConfigMap", "Secret", "Service", "Namespace",
 	"DaemonSet", "Deployment",
 	"ServiceMonitor", "PrometheusRule", "Package", "Certificate", "Issuer", "ClusterIssuer",
-	"KubeadmControlPlane", "Cluster", "MetricsConfig",
+	"KubeadmControlPlane", "Cluster", "MetricsConfig", "MetricsConfigBinding",
 }
 
 var mappedGroups = []string{

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -53,20 +54,31 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	var next []time.Duration
+	var errs []error
 	// Release first: a Cluster that moves from one MetricsConfig to another
 	// is cleaned before the other applies.
 	for _, mc := range w.releasing {
-		mcKey := client.ObjectKeyFromObject(mc)
+		k := bindingKey{client.ObjectKeyFromObject(mc), w.key.Name}
+		prev, err := r.bindingOf(ctx, k.mc, k.cluster)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
 		if err := r.release(ctx, mc, w.obj); err != nil {
-			st := r.results.status(mcKey, w.key.Name)
-			st.Name = w.key.Name
+			var st metricsv1alpha1.MetricsConfigBindingStatus
+			if prev != nil {
+				st = *prev.Status.DeepCopy()
+			}
 			st.LastError = truncate("releasing it after it left the selection: " + errText(err))
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonReleaseFailed, st.LastError)
-			next = append(next, r.results.set(mcKey, st, true))
-		} else {
-			r.results.release(mcKey, w.key.Name)
+			next = append(next, r.results.done(k, true))
+			if prev != nil && w.obj != nil {
+				errs = append(errs, r.writeBinding(ctx, mc, w.obj, prev, st))
+			}
+			continue
 		}
-		r.notify(mcKey)
+		r.results.release(k)
+		unobserve(k.mc, k.cluster)
+		errs = append(errs, r.deleteBinding(ctx, k.mc, k.cluster))
 	}
 	// A MetricsConfig the policy refuses for this Cluster does not compete
 	// for it: it gets its refusal (applyCluster stops at admitted).
@@ -79,14 +91,23 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 	switch {
 	case len(w.selecting) > 0 && len(admitted) <= 1:
 		for _, mc := range w.selecting {
-			mcKey := client.ObjectKeyFromObject(mc)
-			st, renewAt := r.applyCluster(ctx, mc, w.obj, r.results.status(mcKey, w.key.Name))
-			next = append(next, r.results.set(mcKey, st, st.LastError != ""))
-			observeRenewal(mcKey, w.key.Name, renewAt)
+			k := bindingKey{client.ObjectKeyFromObject(mc), w.key.Name}
+			prev, err := r.bindingOf(ctx, k.mc, k.cluster)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			var prevStatus metricsv1alpha1.MetricsConfigBindingStatus
+			if prev != nil {
+				prevStatus = prev.Status
+			}
+			st, renewAt := r.applyCluster(ctx, mc, w.obj, prevStatus)
+			next = append(next, r.results.done(k, st.LastError != ""))
+			observe(k.mc, k.cluster, st, time.Now())
+			observeRenewal(k.mc, k.cluster, renewAt)
 			if d := untilRenewal([]time.Time{renewAt}, time.Now()); d > 0 {
 				next = append(next, d)
 			}
-			r.notify(mcKey)
+			errs = append(errs, r.writeBinding(ctx, mc, w.obj, prev, st))
 		}
 	case len(admitted) > 1:
 		var names []string
@@ -95,22 +116,50 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 		}
 		msg := fmt.Sprintf("MetricsConfigs %v all select this Cluster; a Cluster is kept by one: change their selectors so that one selects it", names)
 		for _, mc := range admitted {
-			mcKey := client.ObjectKeyFromObject(mc)
-			st := r.results.status(mcKey, w.key.Name)
-			st.Name, st.ObservedGeneration, st.LastError = w.key.Name, mc.Generation, ""
+			k := bindingKey{client.ObjectKeyFromObject(mc), w.key.Name}
+			prev, err := r.bindingOf(ctx, k.mc, k.cluster)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			var st metricsv1alpha1.MetricsConfigBindingStatus
+			if prev != nil {
+				st = *prev.Status.DeepCopy()
+			}
+			st.ObservedGeneration, st.LastError = mc.Generation, ""
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionRendered, false, metricsv1alpha1.ReasonSelectedTwice, msg)
-			r.results.set(mcKey, st, false)
-			r.notify(mcKey)
+			r.results.done(k, false)
+			observe(k.mc, k.cluster, st, time.Now())
+			errs = append(errs, r.writeBinding(ctx, mc, w.obj, prev, st))
 		}
 	default:
-		if !r.results.any(w.key) {
+		if !r.keepsAny(ctx, w.key) {
 			r.workloads.drop(w.key) // nothing of it is kept any more
+			driftRepairs.DeleteLabelValues(w.key.Namespace, w.key.Name)
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return reconcile.Result{}, err
 	}
 	if len(next) == 0 {
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{RequeueAfter: slices.Min(next)}, nil
+}
+
+// keepsAny: some MetricsConfig of the Cluster's namespace still has what
+// it applied there (this process applied it, or a binding says so).
+func (r *Reconciler) keepsAny(ctx context.Context, cluster types.NamespacedName) bool {
+	var list metricsv1alpha1.MetricsConfigBindingList
+	if err := r.Client.List(ctx, &list, client.InNamespace(cluster.Namespace), client.MatchingLabels{metricsv1alpha1.BindingClusterLabel: cluster.Name}); err != nil {
+		return true
+	}
+	for _, b := range list.Items {
+		mc := types.NamespacedName{Namespace: cluster.Namespace, Name: b.Spec.MetricsConfigName}
+		if applied, known := r.results.state(bindingKey{mc, cluster.Name}); !known || applied {
+			return true
+		}
+	}
+	return false
 }
 
 // fetch reads, from the cache, the Cluster and the MetricsConfigs of its
@@ -145,14 +194,15 @@ func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName) (*clus
 			}
 		}
 		live := mc.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(mc, r.finalizer())
-		had := r.results.has(client.ObjectKeyFromObject(mc), key.Name) || r.listed(mc, key.Name) || !mc.DeletionTimestamp.IsZero() && sel
+		had := r.has(ctx, client.ObjectKeyFromObject(mc), key.Name) || !mc.DeletionTimestamp.IsZero() && sel
 		switch {
 		case active && sel && live:
 			w.selecting = append(w.selecting, mc)
 		case had && w.obj != nil && !r.keeps(w.obj):
-			// Another shard keeps it now: let go without taking anything back.
-			r.results.release(client.ObjectKeyFromObject(mc), key.Name)
-			r.notify(client.ObjectKeyFromObject(mc))
+			// Another shard keeps it now: let go without taking anything
+			// back (its binding is the other shard's to write).
+			r.results.release(bindingKey{client.ObjectKeyFromObject(mc), key.Name})
+			unobserve(client.ObjectKeyFromObject(mc), key.Name)
 		case had:
 			w.releasing = append(w.releasing, mc)
 		}
@@ -164,14 +214,23 @@ func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName) (*clus
 // the MetricsConfig that selects it: its new state, and when its next
 // serving certificate is due for renewal (zero when it has none or was not
 // applied).
-func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.ClusterStatus) (metricsv1alpha1.ClusterStatus, time.Time) {
-	st := metricsv1alpha1.ClusterStatus{Name: obj.GetName(), ObservedGeneration: mc.Generation, Conditions: slices.Clone(prev.Conditions), RolledOut: prev.RolledOut}
+func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.MetricsConfigBindingStatus) (st metricsv1alpha1.MetricsConfigBindingStatus, renewAt time.Time) {
+	// What is not decided here stays as the binding has it (conditions keep
+	// their transition times while their status holds): a pass that
+	// changes nothing changes no field, and the binding is not written.
+	st = *prev.DeepCopy()
+	st.ObservedGeneration, st.LastError = mc.Generation, ""
 	set := func(t string, ok bool, reason, msg string) { setCondition(&st, mc.Generation, t, ok, reason, msg) }
-	// Verified holds for the apply that preceded it: until this one
-	// succeeds, an earlier result says nothing.
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: metricsv1alpha1.ConditionVerified, Status: metav1.ConditionUnknown,
-		Reason: metricsv1alpha1.ReasonNotApplied, Message: "the checks run after a successful apply", ObservedGeneration: mc.Generation})
-	fail := func(t, reason string, err error) (metricsv1alpha1.ClusterStatus, time.Time) {
+	applied := false
+	defer func() {
+		if !applied {
+			// Verified holds for the apply that preceded it: until one
+			// succeeds again, an earlier result says nothing.
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: metricsv1alpha1.ConditionVerified, Status: metav1.ConditionUnknown,
+				Reason: metricsv1alpha1.ReasonNotApplied, Message: "the checks run after a successful apply", ObservedGeneration: mc.Generation})
+		}
+	}()
+	fail := func(t, reason string, err error) (metricsv1alpha1.MetricsConfigBindingStatus, time.Time) {
 		set(t, false, reason, errText(err))
 		st.LastError = truncate(errText(err))
 		return st, time.Time{}
@@ -241,19 +300,30 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	}
 
 	// Status: what was written, and what the checks after it say.
-	set(metricsv1alpha1.ConditionApplied, true, metricsv1alpha1.ReasonApplied, fmt.Sprintf("%d objects written", len(written)))
+	applied = true
+	set(metricsv1alpha1.ConditionApplied, true, metricsv1alpha1.ReasonApplied, fmt.Sprintf("the %d rendered objects and edits are applied", len(res.Objects)))
+	st.Inventory, st.ContentHash = inventory(res)
 	if ok, msg := verified(ctx, cl, res); ok {
 		set(metricsv1alpha1.ConditionVerified, true, metricsv1alpha1.ReasonVerified, msg)
 	} else {
 		set(metricsv1alpha1.ConditionVerified, false, metricsv1alpha1.ReasonCheckFailed, msg)
 	}
+	if len(written) > 0 || st.LastAppliedTime == nil {
+		st.LastAppliedTime = ptr.To(metav1.NewTime(time.Now().Truncate(time.Second)))
+	}
 	if len(written) > 0 {
 		st.RolledOut = written
 	}
-	return st, cluster.NextRenewal(pass.Certificates)
+	renewAt = cluster.NextRenewal(pass.Certificates)
+	if !renewAt.IsZero() {
+		st.NextRenewalTime = ptr.To(metav1.NewTime(renewAt.Truncate(time.Second)))
+	} else {
+		st.NextRenewalTime = nil
+	}
+	return st, renewAt
 }
 
-func setCondition(st *metricsv1alpha1.ClusterStatus, generation int64, t string, ok bool, reason, msg string) {
+func setCondition(st *metricsv1alpha1.MetricsConfigBindingStatus, generation int64, t string, ok bool, reason, msg string) {
 	s := metav1.ConditionFalse
 	if ok {
 		s = metav1.ConditionTrue
@@ -285,7 +355,7 @@ func (r *Reconciler) apply(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 	sort.Strings(written)
 	sort.Strings(where)
 	if len(written) > 0 && r.Recorder != nil {
-		// One event per apply: the full list is status.clusters[].rolledOut.
+		// One event per apply: the full list is the binding's status.rolledOut.
 		r.event(mc, obj, "Applied", truncateTo(fmt.Sprintf("Cluster %s: %d objects written: %s", obj.GetName(), len(where), strings.Join(where, "; ")), maxNote))
 		// What now runs and who was granted what, as PLAN.md says it, so
 		// that `kubectl describe mc` shows it too: when it changed.

@@ -95,10 +95,8 @@ type Reconciler struct {
 	clusters  client.Reader
 	results   *results
 	workloads *workloads
-	// configEvents wakes the MetricsConfig controller when a Cluster's
-	// state changed; clusterEvents wakes the Cluster controller when a
-	// workload cluster drifted.
-	configEvents  chan event.GenericEvent
+	// clusterEvents wakes the Cluster controller when a workload cluster
+	// drifted.
 	clusterEvents chan event.GenericEvent
 	once          sync.Once
 	// driftRepairs counts the re-plans a workload cluster's drift caused.
@@ -108,7 +106,6 @@ type Reconciler struct {
 func (r *Reconciler) init() {
 	r.once.Do(func() {
 		r.results = newResults()
-		r.configEvents = make(chan event.GenericEvent, 1024)
 		r.clusterEvents = make(chan event.GenericEvent, 1024)
 		r.workloads = &workloads{m: map[types.NamespacedName]*workload{}, trust: r.TrustKubeconfigSecrets, drifted: r.drifted}
 		if r.clusters == nil {
@@ -127,6 +124,7 @@ func Preflight(mgmt *cluster.Cluster) error {
 	}{
 		{ClusterGVK, "the EKS Anywhere Cluster API (anywhere.eks.amazonaws.com): is this the management cluster of your EKS Anywhere clusters?"},
 		{metricsv1alpha1.GroupVersion.WithKind(metricsv1alpha1.Kind), "the MetricsConfig API: install it with `eksa-metrics controller manifests | kubectl apply --server-side -f -`"},
+		{metricsv1alpha1.GroupVersion.WithKind(metricsv1alpha1.BindingKind), "the MetricsConfigBinding API (each Cluster's state, since this release): install it with `eksa-metrics controller manifests | kubectl apply --server-side -f -`"},
 	} {
 		ok, err := mgmt.Serves(need.gvk)
 		if err != nil {
@@ -158,6 +156,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Secrets as metadata only: the cache never holds eksa-system's
 		// keys and credentials; the one kubeconfig needed is read when used.
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byKubeconfigSecret), builder.WithPredicates(predicate.NewPredicateFuncs(kubeconfigSecret))).
+		// A binding deleted by anyone else is written again.
+		Watches(&metricsv1alpha1.MetricsConfigBinding{}, handler.EnqueueRequestsFromMapFunc(bindingCluster), builder.WithPredicates(deleted{})).
 		WatchesRawSource(source.Channel(r.clusterEvents, &handler.EnqueueRequestForObject{}))
 	// The KubeadmControlPlane in the version the cluster serves by preference
 	// (v1beta1 only up to Cluster API 1.10, EKS-A v0.24).
@@ -188,7 +188,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		// Its own status updates change nothing it reads: no reconcile loop.
 		For(&metricsv1alpha1.MetricsConfig{}, builder.WithPredicates(configChanged)).
-		WatchesRawSource(source.Channel(r.configEvents, &handler.EnqueueRequestForObject{})).
+		// A binding's change is its owner's status to sum up again.
+		Owns(&metricsv1alpha1.MetricsConfigBinding{}).
 		Complete(reconcile.Func(r.reconcileConfig))
 }
 
@@ -207,6 +208,23 @@ type deleting struct{ predicate.Funcs }
 
 func (deleting) Update(e event.UpdateEvent) bool {
 	return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+}
+
+// deleted passes deletions only.
+type deleted struct{ predicate.Funcs }
+
+func (deleted) Create(event.CreateEvent) bool   { return false }
+func (deleted) Update(event.UpdateEvent) bool   { return false }
+func (deleted) Generic(event.GenericEvent) bool { return false }
+func (deleted) Delete(event.DeleteEvent) bool   { return true }
+
+// bindingCluster maps a binding to its Cluster.
+func bindingCluster(_ context.Context, o client.Object) []reconcile.Request {
+	b, ok := o.(*metricsv1alpha1.MetricsConfigBinding)
+	if !ok || b.Spec.ClusterName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.ClusterName}}}
 }
 
 type finalizers struct{ predicate.Funcs }
@@ -310,8 +328,8 @@ func (r *Reconciler) managementCluster(context.Context, client.Object) []reconci
 }
 
 // clustersOf maps a MetricsConfig to the Clusters of this shard it
-// selects, has state for or lists in its status (to release them after a
-// selection change or its deletion).
+// selects or has a binding with (to release them after a selection change
+// or its deletion).
 func (r *Reconciler) clustersOf(ctx context.Context, o client.Object) []reconcile.Request {
 	mc, ok := o.(*metricsv1alpha1.MetricsConfig)
 	if !ok {
@@ -330,25 +348,11 @@ func (r *Reconciler) clustersOf(ctx context.Context, o client.Object) []reconcil
 			continue
 		}
 		sel, _ := selects(mc, c.GetName(), c.GetLabels())
-		if sel || r.results.has(key, c.GetName()) || r.listed(mc, c.GetName()) {
+		if sel || r.has(ctx, key, c.GetName()) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.GetNamespace(), Name: c.GetName()}})
 		}
 	}
 	return out
-}
-
-// listed: this controller's part of the status lists the Cluster.
-func (r *Reconciler) listed(mc *metricsv1alpha1.MetricsConfig, name string) bool {
-	list := mc.Status.Clusters
-	if r.Shard != "" {
-		list = nil
-		for _, s := range mc.Status.Shards {
-			if s.Name == r.Shard {
-				list = s.Clusters
-			}
-		}
-	}
-	return slices.ContainsFunc(list, func(s metricsv1alpha1.ClusterStatus) bool { return s.Name == name })
 }
 
 func selects(mc *metricsv1alpha1.MetricsConfig, name string, l map[string]string) (bool, error) {

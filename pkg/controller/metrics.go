@@ -51,8 +51,8 @@ func fleetValues(mc types.NamespacedName, cluster string) []string {
 
 // observe updates a Cluster's series from the state the Cluster controller
 // recorded.
-func observe(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus, now time.Time) {
-	lv := fleetValues(mc, st.Name)
+func observe(mc types.NamespacedName, cluster string, st metricsv1alpha1.MetricsConfigBindingStatus, now time.Time) {
+	lv := fleetValues(mc, cluster)
 	applied := meta.FindStatusCondition(st.Conditions, metricsv1alpha1.ConditionApplied)
 	ok := applied != nil && applied.Status == "True"
 	clusterApplied.WithLabelValues(lv...).Set(boolValue(ok))
@@ -63,7 +63,7 @@ func observe(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus, now time
 	clusterUnreachable.WithLabelValues(lv...).Set(boolValue(unreachable))
 	// The repairs' counter exists from the first observation, at 0: a
 	// series that appears at 1 hides its first repair from increase().
-	driftRepairs.WithLabelValues(mc.Namespace, st.Name)
+	driftRepairs.WithLabelValues(mc.Namespace, cluster)
 	if ok && st.LastError == "" {
 		clusterLastApplied.WithLabelValues(lv...).Set(float64(now.Unix()))
 	}

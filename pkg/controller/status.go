@@ -3,10 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,131 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 )
-
-// maxListed bounds status.clusters: the Clusters not applied first, then by
-// name. A MetricsConfig's status is one object, which the API server
-// refuses past 1.5 MiB; the counts and the Ready condition cover all.
-const maxListed = 100
-
-// results holds each Cluster's state, per MetricsConfig, as the Cluster
-// controller last left it: what the MetricsConfig controller writes into
-// the status. After a restart it is empty until each Cluster has been
-// reconciled again; the status keeps the entries written before.
-type results struct {
-	mu      sync.Mutex
-	m       map[types.NamespacedName]map[string]*result
-	written map[types.NamespacedName]time.Time // the last status write
-}
-
-type result struct {
-	status   metricsv1alpha1.ClusterStatus
-	released bool // taken back: the status drops it
-	failures int  // consecutive, for the backoff
-}
-
-func newResults() *results {
-	return &results{m: map[types.NamespacedName]map[string]*result{}, written: map[types.NamespacedName]time.Time{}}
-}
-
-// backoff after n consecutive failures: 10 s, doubling, at most 5 minutes.
-func backoff(n int) time.Duration {
-	d := 10 * time.Second
-	for i := 1; i < n && d < 5*time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, 5*time.Minute)
-}
-
-// set records a Cluster's state; a failure returns when to try again.
-func (r *results) set(mc types.NamespacedName, st metricsv1alpha1.ClusterStatus, failed bool) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m[mc] == nil {
-		r.m[mc] = map[string]*result{}
-	}
-	prev := r.m[mc][st.Name]
-	res := &result{status: st}
-	observe(mc, st, time.Now())
-	if failed {
-		res.failures = 1
-		if prev != nil {
-			res.failures = prev.failures + 1
-		}
-		r.m[mc][st.Name] = res
-		return backoff(res.failures)
-	}
-	r.m[mc][st.Name] = res
-	return 0
-}
-
-func (r *results) status(mc types.NamespacedName, name string) metricsv1alpha1.ClusterStatus {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if res, ok := r.m[mc][name]; ok && !res.released {
-		return *res.status.DeepCopy()
-	}
-	return metricsv1alpha1.ClusterStatus{Name: name}
-}
-
-func (r *results) has(mc types.NamespacedName, name string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res, ok := r.m[mc][name]
-	return ok && !res.released
-}
-
-// any: some MetricsConfig of the Cluster's namespace has state for it.
-func (r *results) any(cluster types.NamespacedName) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for mc, byName := range r.m {
-		if res, ok := byName[cluster.Name]; ok && mc.Namespace == cluster.Namespace && !res.released {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *results) release(mc types.NamespacedName, name string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m[mc] == nil {
-		r.m[mc] = map[string]*result{}
-	}
-	r.m[mc][name] = &result{status: metricsv1alpha1.ClusterStatus{Name: name}, released: true}
-	unobserve(mc, name)
-}
-
-func (r *results) forget(mc types.NamespacedName) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.m, mc)
-	delete(r.written, mc)
-	unobserve(mc, "")
-}
-
-// snapshot copies a MetricsConfig's states.
-func (r *results) snapshot(mc types.NamespacedName) map[string]result {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]result, len(r.m[mc]))
-	for name, res := range r.m[mc] {
-		out[name] = result{status: *res.status.DeepCopy(), released: res.released}
-	}
-	return out
-}
-
-// notify wakes the MetricsConfig controller for a MetricsConfig whose
-// Clusters' states changed.
-func (r *Reconciler) notify(mc types.NamespacedName) {
-	r.configEvents <- event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: mc.Namespace, Name: mc.Name}}}
-}
 
 // reconcileConfig keeps a MetricsConfig's finalizer and writes its status
 // from its Clusters' states; it applies nothing itself.
@@ -215,7 +92,7 @@ func (r *results) throttle(mc types.NamespacedName, now time.Time) time.Duration
 func (r *Reconciler) writeStatus(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, st metricsv1alpha1.MetricsConfigStatus) error {
 	if r.Shard != "" {
 		shard := metricsv1alpha1.ShardStatus{Name: r.Shard, ObservedGeneration: st.ObservedGeneration, SelectedClusters: st.SelectedClusters,
-			ReadyClusters: st.ReadyClusters, Conditions: st.Conditions, Clusters: st.Clusters}
+			ReadyClusters: st.ReadyClusters, Conditions: st.Conditions}
 		if i := slices.IndexFunc(mc.Status.Shards, func(s metricsv1alpha1.ShardStatus) bool { return s.Name == r.Shard }); i >= 0 && equality.Semantic.DeepEqual(mc.Status.Shards[i], shard) {
 			return nil
 		}
@@ -257,15 +134,20 @@ func selectsNothing(mc *metricsv1alpha1.MetricsConfig, shard string) string {
 	return "selects no Cluster: set spec.clusterRef (one Cluster of this namespace) or spec.clusterSelector (Clusters by label)"
 }
 
-// summary computes a MetricsConfig's status from its Clusters' states (an
-// entry written before a restart stands until its Cluster is reconciled
-// again), and how many Clusters still hold what it applied.
+// summary computes a MetricsConfig's status from its Clusters' bindings
+// (in the cache: complete at once after a restart), and how many Clusters
+// still hold what it applied.
 func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsConfig) (metricsv1alpha1.MetricsConfigStatus, int, error) {
 	var clusters unstructured.UnstructuredList
 	clusters.SetGroupVersionKind(ClusterGVK)
 	if err := r.clusters.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
 		return mc.Status, 0, fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
 	}
+	var bindings metricsv1alpha1.MetricsConfigBindingList
+	if err := r.Client.List(ctx, &bindings, client.InNamespace(mc.Namespace), client.MatchingLabels{metricsv1alpha1.BindingMetricsConfigLabel: mc.Name}); err != nil {
+		return mc.Status, 0, fmt.Errorf("listing MetricsConfigBindings: %w", err)
+	}
+	mcKey := client.ObjectKeyFromObject(mc)
 	exists, selected := map[string]bool{}, map[string]bool{}
 	for i := range clusters.Items {
 		c := &clusters.Items[i]
@@ -277,90 +159,68 @@ func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 			selected[c.GetName()] = true
 		}
 	}
-	states := r.results.snapshot(client.ObjectKeyFromObject(mc))
+	entries := map[string]*metricsv1alpha1.MetricsConfigBinding{}
+	for i := range bindings.Items {
+		b := &bindings.Items[i]
+		name := b.Spec.ClusterName
+		if b.Labels[ShardLabel] != r.Shard || !ownedBy(b, mc) {
+			continue // another shard's, or an earlier MetricsConfig's of that name
+		}
+		if applied, known := r.results.state(bindingKey{mcKey, name}); known && !applied {
+			continue // released; the cache has not seen its deletion yet
+		}
+		entries[name] = b
+	}
 	prev := mc.Status
 	if r.Shard != "" {
 		prev = metricsv1alpha1.MetricsConfigStatus{}
 		for _, s := range mc.Status.Shards {
 			if s.Name == r.Shard {
-				prev = metricsv1alpha1.MetricsConfigStatus{ObservedGeneration: s.ObservedGeneration, Conditions: s.Conditions, Clusters: s.Clusters}
+				prev = metricsv1alpha1.MetricsConfigStatus{ObservedGeneration: s.ObservedGeneration, Conditions: s.Conditions}
 			}
-		}
-	}
-	entries := map[string]metricsv1alpha1.ClusterStatus{}
-	for _, s := range prev.Clusters {
-		if exists[s.Name] {
-			entries[s.Name] = s
-		}
-	}
-	for name, res := range states {
-		switch {
-		case res.released || !exists[name]:
-			delete(entries, name)
-		default:
-			entries[name] = res.status
 		}
 	}
 	st := metricsv1alpha1.MetricsConfigStatus{ObservedGeneration: prev.ObservedGeneration, Conditions: slices.Clone(prev.Conditions)}
 	st.SelectedClusters = int32(len(selected))
-	current, failing := true, false
+	current, failing, pending := true, 0, 0
 	for name := range selected {
-		e, ok := entries[name]
-		if !ok || e.ObservedGeneration != mc.Generation {
+		b, ok := entries[name]
+		if !ok || b.Status.ObservedGeneration != mc.Generation {
 			current = false
 		}
-		if ok && meta.IsStatusConditionTrue(e.Conditions, metricsv1alpha1.ConditionApplied) {
+		if ok && meta.IsStatusConditionTrue(b.Status.Conditions, metricsv1alpha1.ConditionApplied) {
 			st.ReadyClusters++
 		}
 	}
-	for name, e := range entries {
-		if e.LastError != "" || !selected[name] {
-			failing = true // a Cluster being released, or failing to be
+	for name, b := range entries {
+		if !selected[name] {
+			pending++ // a Cluster being released, or failing to be
+		}
+		if b.Status.LastError != "" || !selected[name] || !exists[name] {
+			failing++
 		}
 	}
 	if current {
 		st.ObservedGeneration = mc.Generation
 	}
-	names := slices.Collect(maps.Keys(entries))
-	applied := func(n string) bool {
-		return meta.IsStatusConditionTrue(entries[n].Conditions, metricsv1alpha1.ConditionApplied)
-	}
-	sort.Slice(names, func(i, j int) bool {
-		if a, b := applied(names[i]), applied(names[j]); a != b {
-			return !a
-		}
-		return names[i] < names[j]
-	})
-	listedNote := ""
-	if len(names) > maxListed {
-		listedNote = fmt.Sprintf("; status.clusters lists %d of %d (those not applied first)", maxListed, len(names))
-		names = names[:maxListed]
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		st.Clusters = append(st.Clusters, entries[n])
-	}
 	summary := metav1.Condition{Type: metricsv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: metricsv1alpha1.ReasonApplied,
-		Message: fmt.Sprintf("%d of %d selected Clusters applied%s", st.ReadyClusters, st.SelectedClusters, listedNote), ObservedGeneration: mc.Generation}
+		Message: fmt.Sprintf("%d of %d selected Clusters applied", st.ReadyClusters, st.SelectedClusters), ObservedGeneration: mc.Generation}
 	switch {
 	case len(selected) == 0 && len(entries) == 0 && mc.DeletionTimestamp.IsZero():
 		summary.Status, summary.Reason, summary.Message = metav1.ConditionFalse, metricsv1alpha1.ReasonSelectsNothing, selectsNothing(mc, r.Shard)
-	case st.ReadyClusters != st.SelectedClusters || failing || !current:
+	case st.ReadyClusters != st.SelectedClusters || failing > 0 || !current:
 		summary.Status, summary.Reason = metav1.ConditionFalse, metricsv1alpha1.ReasonNotAllApplied
-	}
-	meta.SetStatusCondition(&st.Conditions, summary)
-	pending := 0
-	for name := range entries {
-		if !selected[name] {
-			pending++
+		if failing > 0 {
+			summary.Message += fmt.Sprintf("; %d failing or being released (kubectl -n %s get %s -l %s=%s)", failing, mc.Namespace, bindingResource, metricsv1alpha1.BindingMetricsConfigLabel, mc.Name)
 		}
 	}
+	meta.SetStatusCondition(&st.Conditions, summary)
 	if !mc.DeletionTimestamp.IsZero() {
 		// Selected before the deletion, and not yet released.
 		for i := range clusters.Items {
 			c := &clusters.Items[i]
 			if ok, _ := selects(mc, c.GetName(), c.GetLabels()); ok && r.keeps(c) {
-				if res, seen := states[c.GetName()]; !seen || !res.released {
+				if applied, known := r.results.state(bindingKey{mcKey, c.GetName()}); !known || applied {
 					if _, counted := entries[c.GetName()]; !counted {
 						pending++
 					}
@@ -370,6 +230,9 @@ func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 	}
 	return st, pending, nil
 }
+
+// bindingResource is the bindings' resource, for the commands we print.
+const bindingResource = "metricsconfigbindings"
 
 // untilRenewal is how long until the earliest of the certificate renewals
 // (zero, no requeue, when none is due; a minute at least).

@@ -178,6 +178,7 @@ func (w *workloads) drop(key types.NamespacedName) {
 func (r *Reconciler) drifted(key types.NamespacedName, d cluster.Drift) {
 	log.Log.WithName("drift").Info("re-planning", "cluster", key.String(), "object", d.Object, "action", d.Action)
 	r.driftRepairs.Add(1)
+	r.results.drifted(key)
 	driftRepairs.WithLabelValues(key.Namespace, key.Name).Inc()
 	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	r.clusterEvents <- event.GenericEvent{Object: obj}

@@ -166,7 +166,7 @@ func managementAlerts(namespace string, deployments []string) []Alert {
 // management cluster: docs/controller.md, "Metrics"), one series per
 // selected Cluster.
 func fleetAlerts() []Alert {
-	status := "`kubectl -n {{ $labels.cluster_namespace }} get metricsconfig {{ $labels.metricsconfig }} -o yaml` (status.clusters names the condition and the error)"
+	status := "`kubectl -n {{ $labels.cluster_namespace }} get metricsconfigbinding {{ $labels.cluster }}.{{ $labels.metricsconfig }} -o yaml` (its conditions and status.lastError say why)"
 	logs := "`kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller`"
 	return []Alert{{
 		// The controller retries with backoff up to 5 minutes: 30 minutes

@@ -89,7 +89,7 @@ var alertCases = []alertCase{{
 	},
 	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w1", "metricsconfig": "all", "severity": "warning"},
 	summary: "fleet/w1 is not applied",
-	desc:    "The eksa-metrics controller has not applied MetricsConfig all to Cluster fleet/w1 for 30 minutes, so its components may not be scraped. `kubectl -n fleet get metricsconfig all -o yaml` (status.clusters names the condition and the error); `kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller`.",
+	desc:    "The eksa-metrics controller has not applied MetricsConfig all to Cluster fleet/w1 for 30 minutes, so its components may not be scraped. `kubectl -n fleet get metricsconfigbinding w1.all -o yaml` (its conditions and status.lastError say why); `kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller`.",
 }, {
 	alert: "EksaMetricsWorkloadUnreachable", evalAt: "15m",
 	series: map[string]string{
@@ -98,7 +98,7 @@ var alertCases = []alertCase{{
 	},
 	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w3", "metricsconfig": "all", "severity": "warning"},
 	summary: "the workload cluster of fleet/w3 does not answer",
-	desc:    "The eksa-metrics controller has not reached the API server of Cluster fleet/w3 for 10 minutes (its kubeconfig Secret w3-kubeconfig in eksa-system, or the endpoint). `kubectl -n fleet get metricsconfig all -o yaml` (status.clusters names the condition and the error); `kubectl --kubeconfig <(kubectl -n eksa-system get secret w3-kubeconfig -o jsonpath='{.data.value}' | base64 -d) get --raw /readyz`.",
+	desc:    "The eksa-metrics controller has not reached the API server of Cluster fleet/w3 for 10 minutes (its kubeconfig Secret w3-kubeconfig in eksa-system, or the endpoint). `kubectl -n fleet get metricsconfigbinding w3.all -o yaml` (its conditions and status.lastError say why); `kubectl --kubeconfig <(kubectl -n eksa-system get secret w3-kubeconfig -o jsonpath='{.data.value}' | base64 -d) get --raw /readyz`.",
 }, {
 	alert: "EksaMetricsCertificateRenewalOverdue", evalAt: "3h",
 	series: map[string]string{
@@ -107,7 +107,7 @@ var alertCases = []alertCase{{
 	},
 	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w1", "metricsconfig": "all", "severity": "warning"},
 	summary: "the serving certificates of fleet/w1 are not renewed",
-	desc:    "A serving certificate of the proxies of Cluster fleet/w1 was due for renewal more than an hour ago and the controller has not renewed it; when it expires, every scrape of those proxies fails verification. `kubectl -n fleet get metricsconfig all -o yaml` (status.clusters names the condition and the error); `eksa-metrics validate -f <cluster spec> --kubeconfig <management kubeconfig>` (check serving-certificates).",
+	desc:    "A serving certificate of the proxies of Cluster fleet/w1 was due for renewal more than an hour ago and the controller has not renewed it; when it expires, every scrape of those proxies fails verification. `kubectl -n fleet get metricsconfigbinding w1.all -o yaml` (its conditions and status.lastError say why); `eksa-metrics validate -f <cluster spec> --kubeconfig <management kubeconfig>` (check serving-certificates).",
 }, {
 	alert: "EksaMetricsDriftRepeated", evalAt: "60m",
 	series: map[string]string{

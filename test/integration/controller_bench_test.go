@@ -48,7 +48,7 @@ func BenchmarkControllerFleet2000(b *testing.B) {
 
 // gathered sums a counter of the controller's registry (it runs in the
 // test process).
-func gathered(b *testing.B, name string) float64 { return sumOf(b, name, (*dto.Metric).GetCounter) }
+func gathered(b testing.TB, name string) float64 { return sumOf(b, name, (*dto.Metric).GetCounter) }
 
 // clusterReconciles is the sum and count of the Cluster controller's
 // reconcile durations so far (controller-runtime's histogram).
@@ -79,7 +79,7 @@ func appliedSince(b *testing.B, since time.Time) int {
 	return n
 }
 
-func sumOf[T interface{ GetValue() float64 }](b *testing.B, name string, value func(*dto.Metric) T) float64 {
+func sumOf[T interface{ GetValue() float64 }](b testing.TB, name string, value func(*dto.Metric) T) float64 {
 	sum := 0.0
 	for _, m := range seriesOf(b, name) {
 		sum += value(m).GetValue()
@@ -89,7 +89,7 @@ func sumOf[T interface{ GetValue() float64 }](b *testing.B, name string, value f
 
 // seriesOf gathers the controller's registry and returns the series of
 // one metric.
-func seriesOf(b *testing.B, name string) []*dto.Metric {
+func seriesOf(b testing.TB, name string) []*dto.Metric {
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
 		b.Fatal(err)
@@ -197,12 +197,13 @@ func benchFleet(b *testing.B, n int) {
 	cnt := &counter{reqs: map[string]int{}}
 	// As `controller run` runs by default: --cluster-concurrency 16
 	// (EKSA_METRICS_BENCH_CONCURRENCY sets another).
-	f.startControllerWith(b, cnt, func(o *cli.ControllerOptions) {
+	opts := func(o *cli.ControllerOptions) {
 		o.Concurrency = 16
 		if v, err := strconv.Atoi(os.Getenv("EKSA_METRICS_BENCH_CONCURRENCY")); err == nil {
 			o.Concurrency = v
 		}
-	})
+	}
+	stop := f.startControllerWith(b, cnt, opts)
 	// The registry is the process's: another benchmark of the same run
 	// counted before this one.
 	repairs0, reconciles0 := gathered(b, "eksa_metrics_drift_repairs_total"), gathered(b, "controller_runtime_reconcile_total")
@@ -287,6 +288,34 @@ func benchFleet(b *testing.B, n int) {
 	b.ReportMetric(float64(len(raw))/1024, "status-KiB")
 	b.Logf("%d Clusters applied in %s (%.1f/s); %d requests to the management API server; heap in use %.0f MiB",
 		n, elapsed.Round(100*time.Millisecond), float64(n)/elapsed.Seconds(), reqs, float64(ms.HeapInuse)/(1<<20))
+	if list, err := f.mgmt.Dynamic.Resource(bindingGVR).Namespace("default").List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != n {
+		b.Errorf("kubectl get mcb: %v bindings of %d (%v)", len(list.Items), n, err)
+	}
+
+	// A restart against the converged fleet: what it writes to the workload
+	// API servers (their own apiserver_request_total) and to the management
+	// API server (but its Lease), and how long until every Cluster has been
+	// reconciled again.
+	stop()
+	before := allWrites(b, f)
+	_, reconciled0 := clusterReconciles(b)
+	cnt.reset()
+	start = time.Now()
+	stop = f.startControllerWith(b, cnt, opts)
+	defer stop()
+	framework.WaitFor(b, "every Cluster reconciled after the restart", 30*time.Minute, func() (bool, error) {
+		time.Sleep(800 * time.Millisecond)
+		_, c := clusterReconciles(b)
+		return c-reconciled0 >= uint64(n), fmt.Errorf("%d of %d", c-reconciled0, n)
+	})
+	converged := time.Since(start)
+	time.Sleep(5 * time.Second) // what those reconciles caused
+	mgmtWrites, what := writes(cnt.reset())
+	workloadWrites, wwhat := writesSince(b, f, before)
+	b.ReportMetric(converged.Seconds(), "restart-s")
+	b.ReportMetric(float64(mgmtWrites), "restart-mgmt-writes")
+	b.ReportMetric(workloadWrites, "restart-workload-writes")
+	b.Logf("restart: every Cluster reconciled in %s; writes to the management API server %v, to the workload API servers %v", converged.Round(100*time.Millisecond), what, wwhat)
 }
 
 // BenchmarkControllerFleet600 is a quicker measure than 2,000 (not in

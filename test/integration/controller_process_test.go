@@ -254,7 +254,7 @@ func TestControllerProcessKilledMidReconcile(t *testing.T) {
 	noKubeProxy := map[string]any{"kubeProxy": map[string]any{"enabled": false}}
 	f.metricsConfigSpec(t, map[string]any{"exposure": "bindAddress", "allowInsecure": true, "components": noKubeProxy})
 	f.waitFor(t, "the rollout refused", func() error {
-		for _, c := range f.status(t)["clusters"].([]any) {
+		for _, c := range f.clusterStates(t, "default", "fleet") {
 			if !strings.Contains(fmt.Sprint(c), "RolloutNotAllowed") {
 				return fmt.Errorf("%v", c)
 			}

@@ -266,7 +266,7 @@ func TestControllerUnreachableClusterDoesNotHoldTheOthers(t *testing.T) {
 		if st["readyClusters"] != int64(2) || st["selectedClusters"] != int64(3) {
 			return fmt.Errorf("%v", st)
 		}
-		for _, c := range st["clusters"].([]any) {
+		for _, c := range f.clusterStates(t, "default", "fleet") {
 			c := c.(map[string]any)
 			if c["name"] == "w3" && !strings.Contains(fmt.Sprint(c["conditions"]), controllerReason("Unreachable")) {
 				return fmt.Errorf("w3: %v", c)

@@ -74,10 +74,12 @@ func newFleet(t testing.TB, names ...string) *fleet {
 	if err := f.mgmt.Apply(ctx, "installer", true, install...); err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(t, "the MetricsConfig API", 30*time.Second, func() (bool, error) {
-		_, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).List(ctx, metav1.ListOptions{})
-		return err == nil, err
-	})
+	for _, gvr := range []schema.GroupVersionResource{metricsConfigGVR, bindingGVR} {
+		framework.WaitFor(t, "the API "+gvr.Resource, 30*time.Second, func() (bool, error) {
+			_, err := f.mgmt.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+			return err == nil, err
+		})
+	}
 	f.controllerKubeconfig = f.mgmt.TokenKubeconfig(t, "controller", f.mgmt.Token(t, config.DefaultNamespace, "eksa-metrics-controller"))
 
 	f.mgmt.ServiceAccount(t, "eksa-system", "default")
@@ -326,6 +328,32 @@ func toJSON(m map[string]any) string {
 
 func (f *fleet) status(t testing.TB) map[string]any { t.Helper(); return f.statusOf(t, "fleet") }
 
+var bindingGVR = schema.GroupVersionResource{Group: "metrics.anywhere.eks.amazonaws.com", Version: "v1alpha1", Resource: "metricsconfigbindings"}
+
+// clusterStates are the states of the Clusters of MetricsConfig
+// namespace/name: its MetricsConfigBindings' status, each with the
+// Cluster's name as "name".
+func (f *fleet) clusterStates(t testing.TB, namespace, name string) []any {
+	t.Helper()
+	list, err := f.mgmt.Dynamic.Resource(bindingGVR).Namespace(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: "metrics.anywhere.eks.amazonaws.com/metricsconfig=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []any
+	for _, b := range list.Items {
+		st, _, _ := unstructured.NestedMap(b.Object, "status")
+		if st == nil {
+			st = map[string]any{}
+		}
+		st["name"], _, _ = unstructured.NestedString(b.Object, "spec", "clusterName")
+		if b.GetName() != fmt.Sprintf("%s.%s", st["name"], name) {
+			t.Errorf("MetricsConfigBinding %s/%s is not named <cluster>.<metricsconfig>", namespace, b.GetName())
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
 // statusOf is the status of MetricsConfig default/name.
 func (f *fleet) statusOf(t testing.TB, name string) map[string]any {
 	t.Helper()
@@ -474,7 +502,7 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 		t.Errorf("the paused w1 was changed: %v", objs)
 	}
 	f.waitFor(t, "w1's status saying it is paused", func() error {
-		if st := fmt.Sprint(f.status(t)["clusters"]); !strings.Contains(st, "ClusterPaused") {
+		if st := fmt.Sprint(f.clusterStates(t, "default", "fleet")); !strings.Contains(st, "ClusterPaused") {
 			return fmt.Errorf("%s", st)
 		}
 		return nil
@@ -496,7 +524,7 @@ func TestControllerReconcilesAFleet(t *testing.T) {
 	}
 	setReady("False")
 	f.waitFor(t, "w2 seen upgrading", func() error {
-		for _, c := range f.status(t)["clusters"].([]any) {
+		for _, c := range f.clusterStates(t, "default", "fleet") {
 			if c := c.(map[string]any); c["name"] == "w2" && !strings.Contains(fmt.Sprint(c), "ClusterUpgrading") {
 				return fmt.Errorf("%v", c)
 			}
@@ -569,10 +597,10 @@ func (f *fleet) restored(t testing.TB, what string, overwrite func(), edited fun
 	return time.Since(start).Round(10 * time.Millisecond)
 }
 
-// verified returns a Cluster's Verified condition in the MetricsConfig status.
+// verified returns a Cluster's Verified condition in its binding.
 func (f *fleet) verified(t testing.TB, name string) (bool, string) {
 	t.Helper()
-	for _, c := range f.status(t)["clusters"].([]any) {
+	for _, c := range f.clusterStates(t, "default", "fleet") {
 		c := c.(map[string]any)
 		if c["name"] != name {
 			continue

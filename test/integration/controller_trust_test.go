@@ -52,11 +52,7 @@ func (f *fleet) putMetricsConfig(t testing.TB, namespace, name string, spec map[
 func (f *fleet) clusterCondition(t testing.TB, namespace, name, cluster, condType, reason, want string) {
 	t.Helper()
 	f.waitFor(t, fmt.Sprintf("%s/%s: %s %s %s", namespace, name, cluster, condType, reason), func() error {
-		mc, err := f.mgmt.Dynamic.Resource(metricsConfigGVR).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		clusters, _, _ := unstructured.NestedSlice(mc.Object, "status", "clusters")
+		clusters := f.clusterStates(t, namespace, name)
 		for _, c := range clusters {
 			c := c.(map[string]any)
 			if c["name"] != cluster {
@@ -71,7 +67,7 @@ func (f *fleet) clusterCondition(t testing.TB, namespace, name, cluster, condTyp
 			}
 			return fmt.Errorf("%v", c)
 		}
-		return fmt.Errorf("no status for %s: %v", cluster, mc.Object["status"])
+		return fmt.Errorf("no MetricsConfigBinding for %s: %v", cluster, clusters)
 	})
 }
 
@@ -112,7 +108,7 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 			return err
 		}
 		st, _, _ := unstructured.NestedMap(mc.Object, "status")
-		if g, _, _ := unstructured.NestedInt64(st, "observedGeneration"); g != mc.GetGeneration() || st["selectedClusters"] != nil || st["clusters"] != nil {
+		if g, _, _ := unstructured.NestedInt64(st, "observedGeneration"); g != mc.GetGeneration() || st["selectedClusters"] != nil || len(f.clusterStates(t, "default", "everything")) != 0 {
 			return fmt.Errorf("status %v", st)
 		}
 		return nil

@@ -16,7 +16,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &MetricsConfig{}, &MetricsConfigList{})
+	scheme.AddKnownTypes(GroupVersion, &MetricsConfig{}, &MetricsConfigList{}, &MetricsConfigBinding{}, &MetricsConfigBindingList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

@@ -320,7 +320,9 @@ type Images struct {
 	HAProxy string `json:"haproxy,omitempty"`
 }
 
-// MetricsConfigStatus is what the controller observed and did, per cluster.
+// MetricsConfigStatus sums up the Clusters the MetricsConfig selects; each
+// Cluster's own state is its MetricsConfigBinding, so that this object's
+// size does not depend on the fleet's.
 type MetricsConfigStatus struct {
 	// ObservedGeneration is the generation of the spec last reconciled.
 	// +optional
@@ -336,17 +338,13 @@ type MetricsConfigStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Clusters is the state of each selected Cluster.
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	Clusters []ClusterStatus `json:"clusters,omitempty"`
 	// Shards is the same per controller shard (controller run --shard),
 	// each written by its own replicas; the fields above are the unsharded
 	// controller's (the Clusters without the shard label).
 	// +optional
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
 	Shards []ShardStatus `json:"shards,omitempty"`
 }
 
@@ -364,34 +362,10 @@ type ShardStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// +optional
-	// +listType=map
-	// +listMapKey=name
-	Clusters []ClusterStatus `json:"clusters,omitempty"`
 }
 
-// ClusterStatus is the state of one selected Cluster.
-type ClusterStatus struct {
-	// Name of the EKS Anywhere Cluster (in the MetricsConfig's namespace).
-	Name string `json:"name"`
-	// ObservedGeneration is the MetricsConfig generation this state is for.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Rendered, Applied, Verified.
-	// +optional
-	// +listType=map
-	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// RolledOut lists what the last apply restarted or rolled out.
-	// +optional
-	// +listType=atomic
-	RolledOut []string `json:"rolledOut,omitempty"`
-	// LastError is the last error, empty after a success.
-	// +optional
-	LastError string `json:"lastError,omitempty"`
-}
-
-// The condition types of a ClusterStatus, and the summary condition.
+// The condition types of a MetricsConfigBinding, and the summary condition
+// of a MetricsConfig.
 const (
 	ConditionRendered = "Rendered"
 	ConditionApplied  = "Applied"
