@@ -21,8 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,9 +33,9 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/config"
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
-	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/controller"
+	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
@@ -172,12 +170,6 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := restConfig(o.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.Wrap(o.WrapTransport)
-	cfg.Wrap(cluster.RefuseRedirects)
 	ctrl.SetLogger(zap.New(zap.WriteTo(f.IOStreams.ErrOut)))
 	// The cache holds only what the controller watches: Secrets of
 	// eksa-system (the workload kubeconfigs), Deployments of the
@@ -190,9 +182,20 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if err != nil {
 		return err
 	}
-	mgmt, err := cluster.FromRESTConfig(ctx, "management", "the controller's identity", cfg)
+	// Its own kubeconfig as the CLI reads one (engine.ConnectManagement):
+	// a missing or malformed one is invalid input (exit 3), an API server
+	// that does not answer is unreachable (exit 1), each saying what to do.
+	mgmt, err := engine.ConnectManagement(ctx, engine.ClusterSource{Kubeconfig: o.Kubeconfig, WrapTransport: o.WrapTransport})
 	if err != nil {
 		return err
+	}
+	// The manager's: no deadline per request (its watches are long ones),
+	// and API Priority and Fairness rather than a client-side rate limit, as
+	// controller-runtime's GetConfig has it.
+	cfg := mgmt.RESTConfig()
+	cfg.Timeout = 0
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
 	}
 	if err := controller.Preflight(mgmt); err != nil {
 		return err
@@ -276,13 +279,6 @@ func shardLabelSelector(shard string) (labels.Selector, error) {
 		return nil, usageErrorf("--shard %q: %v", shard, err)
 	}
 	return labels.NewSelector().Add(*req), nil
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return ctrl.GetConfig()
 }
 
 func ctrlConfig(workers int) ctrlconfig.Controller {

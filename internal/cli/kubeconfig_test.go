@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -53,5 +54,16 @@ func TestInsecureKubeconfigSecretsFlag(t *testing.T) {
 		if !flags.source(f).TrustKubeconfigSecrets {
 			t.Errorf("%s: --insecure-kubeconfig-secrets does not reach engine.ClusterSource", name)
 		}
+	}
+}
+
+// The controller reads its own kubeconfig as the other commands do
+// (engine.ConnectManagement): a missing file is invalid input, exit 3,
+// naming the file and the flag, before any manager starts.
+func TestControllerRunRefusesAMissingKubeconfig(t *testing.T) {
+	missing := t.TempDir() + "/nope.kubeconfig"
+	code, _, stderr := run(t, "", "controller", "run", "--kubeconfig", missing)
+	if code != ExitInvalid || !strings.Contains(stderr, missing) || !strings.Contains(stderr, "no such file") || !strings.Contains(stderr, "--kubeconfig") {
+		t.Errorf("controller run --kubeconfig %s: exit %d, %s", missing, code, stderr)
 	}
 }

@@ -49,8 +49,8 @@ type Cluster struct {
 	Core    Clients
 	mapper  *mapper
 	// config is what the clients were made from (WatchInventory makes its
-	// metadata client from it).
-	config *rest.Config
+	// metadata client from it); base is what it was given (RESTConfig).
+	config, base *rest.Config
 	// inventory, when set (CacheInventory), serves the inventory lists.
 	inventory map[schema.GroupVersionResource]*cachedKind
 	// held, by cluster name, is what WatchInventory's watches know of
@@ -155,6 +155,9 @@ type ConnectOptions struct {
 	// Kubeconfig then only names its source in messages.
 	Kubeconfig     string
 	KubeconfigData []byte
+	// Secret names the Secret KubeconfigData was read from
+	// (namespace/name), for the remediation of an error.
+	Secret string
 	// TrustKubeconfigData accepts in KubeconfigData what a kubeconfig read
 	// from a Secret is refused by default (CheckSecretKubeconfig): exec and
 	// auth-provider plugins, tokenFile and local file paths.
@@ -173,7 +176,9 @@ type UnreachableError struct {
 	// $KUBECONFIG, the default ~/.kube/config); empty when Kubeconfig says it
 	// (a Secret).
 	From string
-	Err  error
+	// Secret is the Secret the kubeconfig was read from (namespace/name).
+	Secret string
+	Err    error
 }
 
 func (e *UnreachableError) Error() string {
@@ -194,6 +199,11 @@ func (e *UnreachableError) Error() string {
 	if e.Context != "" {
 		try = strings.TrimSuffix(try, " cluster-info") + " --context " + e.Context + " cluster-info"
 	}
+	if e.Secret != "" {
+		ns, name, _ := strings.Cut(e.Secret, "/")
+		return fmt.Sprintf("cannot reach the %s cluster of the kubeconfig in %s%s: %v; check that its API server is up and reachable from the management cluster (kubectl --kubeconfig <(kubectl -n %s get secret %s -o jsonpath='{.data.value}' | base64 -d) get --raw /readyz)",
+			e.Role, e.Kubeconfig, server, e.Err, ns, name)
+	}
 	return fmt.Sprintf("cannot reach the %s cluster of kubeconfig %q%s, %s%s: %v; check that the file and context are right and that the API server is reachable from here (%s)",
 		e.Role, e.Kubeconfig, from(e.From), ctx, server, e.Err, try)
 }
@@ -208,13 +218,20 @@ type KubeconfigInvalidError struct {
 	// Kubeconfig is the file (the files of $KUBECONFIG, or the Secret) and
 	// From where it came from, as UnreachableError's.
 	Kubeconfig, From, Context string
-	Err                       error
+	// Secret is the Secret the kubeconfig was read from (namespace/name).
+	Secret string
+	Err    error
 }
 
 func (e *KubeconfigInvalidError) Error() string {
 	ctx := ""
 	if e.Context != "" {
 		ctx = fmt.Sprintf(" (context %q)", e.Context)
+	}
+	if e.Secret != "" {
+		ns, name, _ := strings.Cut(e.Secret, "/")
+		return fmt.Sprintf("the kubeconfig of the %s cluster in %s cannot be used: %v; EKS Anywhere writes it (key value) when it creates the cluster: check what changed it (kubectl -n %s get secret %s --show-managed-fields -o yaml)",
+			e.Role, e.Kubeconfig, e.Err, ns, name)
 	}
 	return fmt.Sprintf("the kubeconfig of the %s cluster, %q%s%s, cannot be used: %v; fix it, or name another file with %s", e.Role, e.Kubeconfig, from(e.From), ctx, e.Err, kubeconfigFlag(e.Role))
 }
@@ -247,10 +264,10 @@ func Connect(ctx context.Context, role string, opts ConnectOptions) (*Cluster, e
 	c := &Cluster{Role: role, Kubeconfig: opts.Kubeconfig, Context: opts.Context}
 	fromWhere := ""
 	fail := func(err error) (*Cluster, error) {
-		return nil, &UnreachableError{Role: role, Kubeconfig: c.Kubeconfig, From: fromWhere, Context: opts.Context, Server: c.Server, Err: err}
+		return nil, &UnreachableError{Role: role, Kubeconfig: c.Kubeconfig, From: fromWhere, Context: opts.Context, Server: c.Server, Secret: opts.Secret, Err: err}
 	}
 	invalid := func(err error) (*Cluster, error) {
-		return nil, &KubeconfigInvalidError{Role: role, Kubeconfig: c.Kubeconfig, From: fromWhere, Context: opts.Context, Err: err}
+		return nil, &KubeconfigInvalidError{Role: role, Kubeconfig: c.Kubeconfig, From: fromWhere, Context: opts.Context, Secret: opts.Secret, Err: err}
 	}
 	var loader clientcmd.ClientConfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: opts.Context}
@@ -335,6 +352,7 @@ func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) 
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
+	c.base = rest.CopyConfig(cfg)
 	cfg.Wrap(RefuseRedirects)
 	cfg.Wrap(LimitReplies)
 	if cfg.QPS == 0 {
@@ -361,6 +379,15 @@ func FromRESTConfig(ctx context.Context, role, source string, cfg *rest.Config) 
 	}
 	c.mapper = newMapper(clients.discovery)
 	return c, nil
+}
+
+// RESTConfig is a copy of the configuration the cluster was reached with,
+// redirects refused (a controller manager's: its lists of a whole fleet are
+// not held to MaxReply, and its watches have no deadline).
+func (c *Cluster) RESTConfig() *rest.Config {
+	cfg := rest.CopyConfig(c.base)
+	cfg.Wrap(RefuseRedirects)
+	return cfg
 }
 
 // Serves says whether the cluster serves a kind in that version.

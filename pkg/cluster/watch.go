@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,16 +103,6 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 		for _, ns := range namespaces {
 			client := mc.Resource(m.Resource).Namespace(ns)
 			selector := w.selector
-			lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
-				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-					o.LabelSelector = selector
-					return client.List(ctx, o)
-				},
-				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-					o.LabelSelector = selector
-					return client.Watch(ctx, o)
-				},
-			}, mc)
 			store := &driftStore{kind: w.gvk.Kind, ours: w.ours, drifted: drifted, listed: make(chan struct{}), current: func(namespace, name string) (metav1.Object, error) {
 				ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
@@ -118,6 +110,20 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 				// as new as the event, and no read of etcd.
 				return mc.Resource(m.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{ResourceVersion: "0"})
 			}}
+			lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					o.LabelSelector = selector
+					out, err := client.List(ctx, o)
+					store.failed(err)
+					return out, err
+				},
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					o.LabelSelector = selector
+					out, err := client.Watch(ctx, o)
+					store.failed(err)
+					return out, err
+				},
+			}, mc)
 			if w.inventory {
 				h.stores[kindIn{w.gvk.Kind, ns}] = store
 			}
@@ -178,8 +184,10 @@ type driftStore struct {
 
 	// listed is closed by the first list.
 	listed chan struct{}
-	mu     sync.Mutex
-	seen   map[string]seen // by namespace/name
+	// refused: the last list or watch was refused (failed).
+	refused atomic.Bool
+	mu      sync.Mutex
+	seen    map[string]seen // by namespace/name
 }
 
 type seen struct {
@@ -199,9 +207,18 @@ func (s *driftStore) seenOf(o metav1.Object) seen {
 func (s *driftStore) synced() bool {
 	select {
 	case <-s.listed:
-		return true
+		return !s.refused.Load()
 	default:
 		return false
+	}
+}
+
+// failed notes a list or watch the API server refused (forbidden, or the
+// credentials no longer accepted): what the store holds may be stale, so
+// plans read the API server instead, until a list succeeds again (Replace).
+func (s *driftStore) failed(err error) {
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		s.refused.Store(true)
 	}
 }
 
@@ -304,6 +321,7 @@ func (s *driftStore) movedAway(namespace, name string) bool {
 // Replace is the first list (recorded) or a relist after the watch was
 // lost: what changed or went meanwhile is drift as a watch event would be.
 func (s *driftStore) Replace(list []any, _ string) error {
+	defer s.refused.Store(false)
 	for _, k := range s.replace(list) {
 		ns, name := splitKey(k)
 		if !s.movedAway(ns, name) {

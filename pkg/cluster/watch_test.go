@@ -113,3 +113,32 @@ func TestDriftIgnoresAnObjectAnotherClusterTook(t *testing.T) {
 		t.Errorf("drift %v, want %v", drifts, want)
 	}
 }
+
+// A watch the API server refuses (its rights taken away, its credentials no
+// longer accepted) leaves its store unsynced: plans read the API server
+// instead of trusting what the store held, until a list succeeds again.
+func TestARefusedWatchIsNotTrusted(t *testing.T) {
+	s := &driftStore{kind: "Service", ours: func(metav1.Object) bool { return true }, drifted: func(Drift) {}, listed: make(chan struct{})}
+	if s.synced() {
+		t.Fatal("synced before the first list")
+	}
+	_ = s.Replace(nil, "1")
+	if !s.synced() {
+		t.Fatal("not synced after the first list")
+	}
+	s.failed(apierrors.NewServiceUnavailable("restarting"))
+	if !s.synced() {
+		t.Error("a transient error made the store untrusted")
+	}
+	gr := schema.GroupResource{Resource: "services"}
+	for _, err := range []error{apierrors.NewForbidden(gr, "", nil), apierrors.NewUnauthorized("token expired")} {
+		s.failed(err)
+		if s.synced() {
+			t.Errorf("still trusted after %v", err)
+		}
+		_ = s.Replace(nil, "2")
+		if !s.synced() {
+			t.Errorf("not trusted again after a list that succeeded (after %v)", err)
+		}
+	}
+}

@@ -271,9 +271,12 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	// Apply: the engine's sequence, as the CLI's apply runs it.
 	cl, err := r.connect(ctx, obj, res)
 	var refusedKubeconfig *cluster.KubeconfigRefusedError
+	var invalidKubeconfig *cluster.KubeconfigInvalidError
 	switch {
 	case errors.As(err, &refusedKubeconfig):
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonKubeconfigRefused, err)
+	case errors.As(err, &invalidKubeconfig):
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonKubeconfigInvalid, err)
 	case err != nil:
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
 	}
@@ -303,7 +306,7 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	applied = true
 	set(metricsv1alpha1.ConditionApplied, true, metricsv1alpha1.ReasonApplied, fmt.Sprintf("the %d rendered objects and edits are applied", len(res.Objects)))
 	st.Inventory, st.ContentHash = inventory(res)
-	if ok, msg := verified(ctx, cl, res); ok {
+	if ok, msg := engine.CheckApplied(ctx, cl, res); ok {
 		set(metricsv1alpha1.ConditionVerified, true, metricsv1alpha1.ReasonVerified, msg)
 	} else {
 		set(metricsv1alpha1.ConditionVerified, false, metricsv1alpha1.ReasonCheckFailed, msg)

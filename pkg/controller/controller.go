@@ -60,8 +60,10 @@ var kcpGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Kin
 // eksa-system are named after their Cluster, whatever its namespace.
 const nameIndex = "metadata.name"
 
-// Reconciler reconciles the Clusters that MetricsConfigs select, and the
-// MetricsConfigs' finalizers and status.
+// Reconciler is the Cluster controller: it reconciles the Clusters that
+// MetricsConfigs select, one Cluster per reconcile, and records each one's
+// state in its binding. SetupWithManager registers it and, beside it, the
+// MetricsConfig controller (configReconciler, status.go) of the same shard.
 type Reconciler struct {
 	// Client reads and writes the management cluster (typed and metadata
 	// objects through the manager's cache).
@@ -190,7 +192,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&metricsv1alpha1.MetricsConfig{}, builder.WithPredicates(configChanged)).
 		// A binding's change is its owner's status to sum up again.
 		Owns(&metricsv1alpha1.MetricsConfigBinding{}).
-		Complete(reconcile.Func(r.reconcileConfig))
+		Complete(reconcile.Func((&configReconciler{shard: shard(r.Shard), client: r.Client, clusters: r.clusters, results: r.results}).reconcileConfig))
 }
 
 // specOrLabels passes creations, deletions and the updates that change a
@@ -265,15 +267,23 @@ func (r *Reconciler) inShard() predicate.Predicate {
 	}
 }
 
-func (r *Reconciler) keeps(o client.Object) bool { return o.GetLabels()[ShardLabel] == r.Shard }
+func (r *Reconciler) keeps(o client.Object) bool { return shard(r.Shard).keeps(o) }
+
+func (r *Reconciler) finalizer() string { return shard(r.Shard).finalizer() }
+
+// shard is the Clusters a controller keeps: those whose ShardLabel is it
+// (empty: those without the label).
+type shard string
+
+func (s shard) keeps(o client.Object) bool { return o.GetLabels()[ShardLabel] == string(s) }
 
 // finalizer is this shard's: each shard releases its own Clusters before
 // a deleted MetricsConfig goes.
-func (r *Reconciler) finalizer() string {
-	if r.Shard == "" {
+func (s shard) finalizer() string {
+	if s == "" {
 		return Finalizer
 	}
-	return Finalizer + "-" + r.Shard
+	return Finalizer + "-" + string(s)
 }
 
 // managedDeployment: a Deployment of a management controller eksa-metrics

@@ -20,11 +20,21 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 )
 
+// configReconciler is the MetricsConfig controller: it keeps each
+// MetricsConfig's finalizer and sums its bindings up into its status; it
+// applies nothing.
+type configReconciler struct {
+	shard
+	client   client.Client
+	clusters client.Reader
+	results  *results
+}
+
 // reconcileConfig keeps a MetricsConfig's finalizer and writes its status
 // from its Clusters' states; it applies nothing itself.
-func (r *Reconciler) reconcileConfig(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *configReconciler) reconcileConfig(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var mc metricsv1alpha1.MetricsConfig
-	if err := r.Client.Get(ctx, req.NamespacedName, &mc); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, &mc); err != nil {
 		if client.IgnoreNotFound(err) == nil {
 			r.results.forget(req.NamespacedName)
 		}
@@ -42,7 +52,7 @@ func (r *Reconciler) reconcileConfig(ctx context.Context, req reconcile.Request)
 			// Every Cluster it applied to is released: let it go.
 			before := mc.DeepCopy()
 			controllerutil.RemoveFinalizer(&mc, r.finalizer())
-			if err := r.Client.Patch(ctx, &mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if err := r.client.Patch(ctx, &mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 				return reconcile.Result{}, err
 			}
 			r.results.forget(req.NamespacedName)
@@ -55,7 +65,7 @@ func (r *Reconciler) reconcileConfig(ctx context.Context, req reconcile.Request)
 		// defaulted field of the spec). Its event starts the Clusters.
 		before := mc.DeepCopy()
 		controllerutil.AddFinalizer(&mc, r.finalizer())
-		return reconcile.Result{}, r.Client.Patch(ctx, &mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		return reconcile.Result{}, r.client.Patch(ctx, &mc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	}
 	// At most one status write per statusInterval: a fleet's first pass
 	// changes a Cluster's state many times a second.
@@ -89,11 +99,11 @@ func (r *results) throttle(mc types.NamespacedName, now time.Time) time.Duration
 // sent. The unsharded controller patches the top-level fields; a shard
 // applies its own entry of status.shards (server-side apply, a field
 // manager per shard), so that shards never overwrite each other.
-func (r *Reconciler) writeStatus(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, st metricsv1alpha1.MetricsConfigStatus) error {
-	if r.Shard != "" {
-		shard := metricsv1alpha1.ShardStatus{Name: r.Shard, ObservedGeneration: st.ObservedGeneration, SelectedClusters: st.SelectedClusters,
+func (r *configReconciler) writeStatus(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, st metricsv1alpha1.MetricsConfigStatus) error {
+	if string(r.shard) != "" {
+		shard := metricsv1alpha1.ShardStatus{Name: string(r.shard), ObservedGeneration: st.ObservedGeneration, SelectedClusters: st.SelectedClusters,
 			ReadyClusters: st.ReadyClusters, Conditions: st.Conditions}
-		if i := slices.IndexFunc(mc.Status.Shards, func(s metricsv1alpha1.ShardStatus) bool { return s.Name == r.Shard }); i >= 0 && equality.Semantic.DeepEqual(mc.Status.Shards[i], shard) {
+		if i := slices.IndexFunc(mc.Status.Shards, func(s metricsv1alpha1.ShardStatus) bool { return s.Name == string(r.shard) }); i >= 0 && equality.Semantic.DeepEqual(mc.Status.Shards[i], shard) {
 			return nil
 		}
 		entry, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&shard)
@@ -104,7 +114,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, mc *metricsv1alpha1.Metric
 		u.SetGroupVersionKind(metricsv1alpha1.GroupVersion.WithKind("MetricsConfig"))
 		u.SetNamespace(mc.Namespace)
 		u.SetName(mc.Name)
-		return r.Client.Status().Patch(ctx, u, client.Apply, client.FieldOwner("eksa-metrics-controller-shard-"+r.Shard), client.ForceOwnership)
+		return r.client.Status().Patch(ctx, u, client.Apply, client.FieldOwner("eksa-metrics-controller-shard-"+string(r.shard)), client.ForceOwnership)
 	}
 	st.Shards = mc.Status.Shards // the shards' own
 	if equality.Semantic.DeepEqual(mc.Status, st) {
@@ -114,7 +124,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, mc *metricsv1alpha1.Metric
 	mc.Status = st
 	// The controller is the top level's only writer: a patch, not an update
 	// that a newer resourceVersion (its own finalizer patch) would refuse.
-	return r.Client.Status().Patch(ctx, mc, client.MergeFrom(original))
+	return r.client.Status().Patch(ctx, mc, client.MergeFrom(original))
 }
 
 // selectsNothing says why a MetricsConfig selects no Cluster, and what to set.
@@ -137,14 +147,15 @@ func selectsNothing(mc *metricsv1alpha1.MetricsConfig, shard string) string {
 // summary computes a MetricsConfig's status from its Clusters' bindings
 // (in the cache: complete at once after a restart), and how many Clusters
 // still hold what it applied.
-func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsConfig) (metricsv1alpha1.MetricsConfigStatus, int, error) {
+func (r *configReconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsConfig) (metricsv1alpha1.MetricsConfigStatus, int, error) {
 	var clusters unstructured.UnstructuredList
 	clusters.SetGroupVersionKind(ClusterGVK)
 	if err := r.clusters.List(ctx, &clusters, client.InNamespace(mc.Namespace)); err != nil {
 		return mc.Status, 0, fmt.Errorf("listing EKS Anywhere Clusters: %w", err)
 	}
 	var bindings metricsv1alpha1.MetricsConfigBindingList
-	if err := r.Client.List(ctx, &bindings, client.InNamespace(mc.Namespace), client.MatchingLabels{metricsv1alpha1.BindingMetricsConfigLabel: mc.Name}); err != nil {
+	// Read only: the cache's objects, not a copy of each (2,000 at a time).
+	if err := r.client.List(ctx, &bindings, client.InNamespace(mc.Namespace), client.MatchingLabels{metricsv1alpha1.BindingMetricsConfigLabel: mc.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return mc.Status, 0, fmt.Errorf("listing MetricsConfigBindings: %w", err)
 	}
 	mcKey := client.ObjectKeyFromObject(mc)
@@ -163,7 +174,7 @@ func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 	for i := range bindings.Items {
 		b := &bindings.Items[i]
 		name := b.Spec.ClusterName
-		if b.Labels[ShardLabel] != r.Shard || !ownedBy(b, mc) {
+		if b.Labels[ShardLabel] != string(r.shard) || !ownedBy(b, mc) {
 			continue // another shard's, or an earlier MetricsConfig's of that name
 		}
 		if applied, known := r.results.state(bindingKey{mcKey, name}); known && !applied {
@@ -172,10 +183,10 @@ func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 		entries[name] = b
 	}
 	prev := mc.Status
-	if r.Shard != "" {
+	if string(r.shard) != "" {
 		prev = metricsv1alpha1.MetricsConfigStatus{}
 		for _, s := range mc.Status.Shards {
-			if s.Name == r.Shard {
+			if s.Name == string(r.shard) {
 				prev = metricsv1alpha1.MetricsConfigStatus{ObservedGeneration: s.ObservedGeneration, Conditions: s.Conditions}
 			}
 		}
@@ -207,7 +218,7 @@ func (r *Reconciler) summary(ctx context.Context, mc *metricsv1alpha1.MetricsCon
 		Message: fmt.Sprintf("%d of %d selected Clusters applied", st.ReadyClusters, st.SelectedClusters), ObservedGeneration: mc.Generation}
 	switch {
 	case len(selected) == 0 && len(entries) == 0 && mc.DeletionTimestamp.IsZero():
-		summary.Status, summary.Reason, summary.Message = metav1.ConditionFalse, metricsv1alpha1.ReasonSelectsNothing, selectsNothing(mc, r.Shard)
+		summary.Status, summary.Reason, summary.Message = metav1.ConditionFalse, metricsv1alpha1.ReasonSelectsNothing, selectsNothing(mc, string(r.shard))
 	case st.ReadyClusters != st.SelectedClusters || failing > 0 || !current:
 		summary.Status, summary.Reason = metav1.ConditionFalse, metricsv1alpha1.ReasonNotAllApplied
 		if failing > 0 {

@@ -2,9 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 )
@@ -41,7 +47,7 @@ type Clusters struct {
 // WorkloadKubeconfig, else the kubeconfig EKS-A keeps in the management
 // cluster.
 func Connect(ctx context.Context, src ClusterSource, name string, management bool) (*Clusters, error) {
-	mgmt, err := cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: src.Kubeconfig, Context: src.Context, WrapTransport: src.WrapTransport})
+	mgmt, err := ConnectManagement(ctx, src)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +60,31 @@ func Connect(ctx context.Context, src ClusterSource, name string, management boo
 		return &Clusters{mgmt, workload}, err
 	}
 	return &Clusters{mgmt, mgmt}, nil
+}
+
+// ConnectManagement reaches the management cluster: through
+// src.Kubeconfig, else $KUBECONFIG, else ~/.kube/config, as kubectl reads
+// them, and, in a pod with none of these (the controller), through the
+// pod's ServiceAccount. A kubeconfig that cannot be used is a
+// *cluster.KubeconfigInvalidError (nothing was sent), a cluster that does
+// not answer a *cluster.UnreachableError.
+func ConnectManagement(ctx context.Context, src ClusterSource) (*cluster.Cluster, error) {
+	if src.Kubeconfig == "" && src.Context == "" && os.Getenv(clientcmd.RecommendedConfigPathEnvVar) == "" {
+		if _, err := os.Stat(clientcmd.RecommendedHomeFile); errors.Is(err, fs.ErrNotExist) {
+			if cfg, err := rest.InClusterConfig(); err == nil {
+				const source = "the pod's ServiceAccount (in-cluster)"
+				if src.WrapTransport != nil {
+					cfg.Wrap(src.WrapTransport)
+				}
+				c, err := cluster.FromRESTConfig(ctx, "management", source, cfg)
+				if err != nil {
+					return nil, &cluster.UnreachableError{Role: "management", Kubeconfig: source, Server: cfg.Host, Err: err}
+				}
+				return c, nil
+			}
+		}
+	}
+	return cluster.Connect(ctx, "management", cluster.ConnectOptions{Kubeconfig: src.Kubeconfig, Context: src.Context, WrapTransport: src.WrapTransport})
 }
 
 // WorkloadOf reaches a workload cluster through the kubeconfig EKS-A keeps
@@ -74,5 +105,6 @@ func WorkloadOf(ctx context.Context, mgmt *cluster.Cluster, name string, wrap fu
 // the same).
 func ConnectWorkload(ctx context.Context, name string, data []byte, wrap func(http.RoundTripper) http.RoundTripper, trust bool) (*cluster.Cluster, error) {
 	source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
-	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, TrustKubeconfigData: trust, WrapTransport: wrap, Timeout: 30 * time.Second})
+	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, Secret: "eksa-system/" + name + "-kubeconfig",
+		TrustKubeconfigData: trust, WrapTransport: wrap, Timeout: 30 * time.Second})
 }

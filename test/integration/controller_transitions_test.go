@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -114,8 +113,7 @@ func (f *fleet) reconciled(t *testing.T, name string, more map[string]any) {
 		if err != nil {
 			return err
 		}
-		clusters, _, _ := unstructured.NestedSlice(mc.Object, "status", "clusters")
-		for _, c := range clusters {
+		for _, c := range f.clusterStates(t, "default", name) {
 			c := c.(map[string]any)
 			conds, _ := c["conditions"].([]any)
 			for _, cond := range conds {
@@ -126,7 +124,7 @@ func (f *fleet) reconciled(t *testing.T, name string, more map[string]any) {
 			}
 			return fmt.Errorf("generation %d: %v", mc.GetGeneration(), c)
 		}
-		return fmt.Errorf("no status for w1: %v", mc.Object["status"])
+		return fmt.Errorf("no MetricsConfigBinding for w1 (status %v)", mc.Object["status"])
 	})
 }
 

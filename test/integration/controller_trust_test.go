@@ -128,12 +128,19 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 		APIVersion: "client.authentication.k8s.io/v1", Command: "/bin/sh", InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
 		Args: []string{"-c", `touch "` + marker + `"`}}}))
 	f.eksaCluster(t, "default", "w-token", "mgmt", l.kubeconfig(t, &clientcmdapi.AuthInfo{TokenFile: tokenFile}))
-	for _, c := range []string{"w-exec", "w-token"} {
+	// A Secret whose kubeconfig does not parse is invalid input, not an
+	// unreachable cluster (which the fleet alert would page for).
+	f.eksaCluster(t, "default", "w-garbled", "mgmt", []byte("apiVersion: v1\nkind: Config\nclusters: {not a list\n"))
+	for _, c := range []string{"w-exec", "w-token", "w-garbled"} {
 		f.putMetricsConfig(t, "default", c, map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": c},
 			"scrapers": []any{map[string]any{"kind": "Group", "name": "metrics-readers"}}})
 	}
 	f.clusterCondition(t, "default", "w-exec", "w-exec", "Applied", "KubeconfigRefused", "sets exec")
 	f.clusterCondition(t, "default", "w-token", "w-token", "Applied", "KubeconfigRefused", "sets tokenFile")
+	f.clusterCondition(t, "default", "w-garbled", "w-garbled", "Applied", "KubeconfigInvalid", "kubectl -n eksa-system get secret w-garbled-kubeconfig")
+	if v := fleetMetric(t, "eksa_metrics_cluster_unreachable", map[string]string{"cluster": "w-garbled"}); v != 0 {
+		t.Errorf("a garbled kubeconfig Secret counts as unreachable: eksa_metrics_cluster_unreachable %v", v)
+	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the exec plugin of a kubeconfig Secret ran in the controller")
 	}
@@ -483,9 +490,9 @@ func TestControllerAppliesTheManagementSetup(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			clusters, _, _ := unstructured.NestedSlice(mc.Object, "status", "clusters")
-			for _, c := range clusters {
-				for _, cond := range c.(map[string]any)["conditions"].([]any) {
+			for _, c := range f.clusterStates(t, "default", "mgmt") {
+				conds, _ := c.(map[string]any)["conditions"].([]any)
+				for _, cond := range conds {
 					cond := cond.(map[string]any)
 					if cond["type"] == "Applied" && cond["status"] != "True" {
 						return fmt.Errorf("Applied %s %s: %s", cond["status"], cond["reason"], cond["message"])

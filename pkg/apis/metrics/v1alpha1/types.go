@@ -384,6 +384,11 @@ const (
 	// ReasonKubeconfigRefused: the workload kubeconfig Secret asks for an
 	// exec or auth-provider plugin, a tokenFile or a local file.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonKubeconfigInvalid: the workload kubeconfig Secret holds no
+	// kubeconfig that can be used (it does not parse, or names no usable
+	// context and server): nothing was sent, and the workload cluster is
+	// not called unreachable.
+	ReasonKubeconfigInvalid = "KubeconfigInvalid"
 	// ReasonSelectedTwice: more than one MetricsConfig selects the Cluster;
 	// a Cluster is kept by one.
 	ReasonSelectedTwice = "SelectedTwice"
