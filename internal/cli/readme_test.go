@@ -16,26 +16,9 @@ import (
 // flags and all. A README that drifts from the CLI fails here.
 func TestREADMECommands(t *testing.T) {
 	root := testutil.RepoRoot()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	var ran, parsed int
-	inBlock := false
-	for _, line := range strings.Split(string(b), "\n") {
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, "```sh"):
-			inBlock = true
-			continue
-		case strings.HasPrefix(trimmed, "```"):
-			inBlock = false
-			continue
-		case !inBlock:
-			continue
-		}
-		cmdline, _, _ := strings.Cut(trimmed, "   #")
+	for _, cmdline := range shellCommands(t, filepath.Join(root, "README.md")) {
 		wantExit := 0
 		if strings.Contains(cmdline, `echo "exit $?"`) {
 			wantExit = 3 // the bad-input step: invalid input

@@ -52,6 +52,11 @@ changes, proxies, least-privilege RBAC and scrape configuration.`,
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(NewCmdGenerate(f, nil), NewCmdApply(f, nil), NewCmdVerify(f, nil), NewCmdValidate(f, nil), NewCmdVersion(f), NewCmdController(f))
 	root.SetHelpCommand(newCmdHelp())
+	// The completion scripts go where the command's output goes: cobra's
+	// completion commands take the writer when they are made.
+	if f.IOStreams.Out != nil {
+		root.SetOut(f.IOStreams.Out)
+	}
 	root.InitDefaultCompletionCmd()
 	// A group of commands (controller, completion) given an unknown
 	// subcommand is a usage error with a suggestion, not its help and exit 0.

@@ -19,9 +19,11 @@ import (
 // every kind it may prune.
 //
 // What a plan decides from them:
-//   - an object the synced watch does not hold is created, without a read
-//     (server-side apply creates it, or takes the fields of one of that
-//     name that is not in the Cluster's inventory, as after a read);
+//   - an object the synced watch does not hold is read: the watch is of
+//     the Cluster's inventory only, and an object of that name that
+//     eksa-metrics did not create (or created for another Cluster) is
+//     there unseen; a server-side apply would take it over, so the plan
+//     reads it and refuses it (ForeignObjectError) or creates it;
 //   - an object the watch holds at the resourceVersion eksa-metrics' last
 //     apply of the same content returned is unchanged, without a read;
 //   - anything else is read and compared, as without watches;
@@ -137,8 +139,7 @@ func (c *Cluster) heldStep(s *Step) (ok bool) {
 	}
 	live, found := store.get(objectKey(&u))
 	if !found {
-		s.Action = Create
-		return true
+		return false // read: it may be there, and not ours
 	}
 	h.mu.Lock()
 	last, applied := h.applied[inventoryKey(u.GetKind(), u.GetNamespace(), u.GetName())]

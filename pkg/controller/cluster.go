@@ -289,7 +289,12 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
 	}
 	pass, err := engine.NewPass(ctx, cl, res)
-	if err != nil {
+	var foreign *cluster.ForeignObjectError
+	switch {
+	case errors.As(err, &foreign):
+		// Not an unreachable cluster (which the fleet alert pages for).
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonForeignObject, err)
+	case err != nil:
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)
 	}
 	written, err := r.apply(ctx, mc, obj, pass)

@@ -192,7 +192,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&metricsv1alpha1.MetricsConfig{}, builder.WithPredicates(configChanged)).
 		// A binding's change is its owner's status to sum up again.
 		Owns(&metricsv1alpha1.MetricsConfigBinding{}).
-		Complete(reconcile.Func((&configReconciler{shard: shard(r.Shard), client: r.Client, clusters: r.clusters, results: r.results}).reconcileConfig))
+		Complete(reconcile.Func((&configReconciler{shard: shard(r.Shard), client: r.Client, clusters: r.clusters, results: r.results, recorder: r.Recorder}).reconcileConfig))
 }
 
 // specOrLabels passes creations, deletions and the updates that change a

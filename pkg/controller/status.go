@@ -6,12 +6,14 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,6 +30,7 @@ type configReconciler struct {
 	client   client.Client
 	clusters client.Reader
 	results  *results
+	recorder events.EventRecorder
 }
 
 // reconcileConfig keeps a MetricsConfig's finalizer and writes its status
@@ -76,7 +79,31 @@ func (r *configReconciler) reconcileConfig(ctx context.Context, req reconcile.Re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	r.selectsNothing(&mc, st)
 	return reconcile.Result{}, r.writeStatus(ctx, &mc, st)
+}
+
+// selectsNothing records a Warning event when a MetricsConfig comes to
+// select nothing (or selects nothing for another reason than before):
+// `kubectl describe mc` and `kubectl events` show it beside the condition.
+func (r *configReconciler) selectsNothing(mc *metricsv1alpha1.MetricsConfig, st metricsv1alpha1.MetricsConfigStatus) {
+	next := meta.FindStatusCondition(st.Conditions, metricsv1alpha1.ConditionReady)
+	if r.recorder == nil || next == nil || next.Reason != metricsv1alpha1.ReasonSelectsNothing {
+		return
+	}
+	conds := mc.Status.Conditions
+	if r.shard != "" {
+		conds = nil
+		for _, s := range mc.Status.Shards {
+			if s.Name == string(r.shard) {
+				conds = s.Conditions
+			}
+		}
+	}
+	if prev := meta.FindStatusCondition(conds, metricsv1alpha1.ConditionReady); prev != nil && prev.Reason == next.Reason && prev.Message == next.Message {
+		return
+	}
+	r.recorder.Eventf(mc, nil, corev1.EventTypeWarning, metricsv1alpha1.ReasonSelectsNothing, "Select", "%s", next.Message)
 }
 
 // statusInterval is the least time between two status writes of one

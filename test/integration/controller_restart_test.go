@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -197,4 +198,34 @@ func TestControllerRestartWritesNothing(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// An object of a rendered name in a workload cluster that eksa-metrics did
+// not create is never taken over: the Cluster's binding says which object
+// (reason ForeignObject, not Unreachable, which the fleet alert pages for),
+// nothing is written to that cluster, and once its owner removes it the
+// Cluster is applied on the next retry.
+func TestControllerTakesOverNoObjectItDidNotCreate(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t, "w1")
+	w1 := f.workloads["w1"]
+	theirs := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: templates.ReaderRole}}
+	if _, err := w1.Client.RbacV1().ClusterRoles().Create(ctx, theirs, metav1.CreateOptions{FieldManager: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+	before := allWrites(t, f)
+	stop := f.startController(t, &counter{reqs: map[string]int{}})
+	defer stop()
+	f.metricsConfig(t, true)
+	f.clusterCondition(t, "default", "fleet", "w1", "Applied", "ForeignObject", "ClusterRole "+templates.ReaderRole+" exists in the workload cluster and eksa-metrics did not create it")
+	if v := fleetMetric(t, "eksa_metrics_cluster_unreachable", map[string]string{"cluster": "w1"}); v != 0 {
+		t.Errorf("a foreign object counts as an unreachable cluster: eksa_metrics_cluster_unreachable %v", v)
+	}
+	if n, w := writesSince(t, f, before); n > 0 {
+		t.Errorf("the controller wrote to a cluster whose plan found a foreign object: %v", w)
+	}
+	if err := w1.Client.RbacV1().ClusterRoles().Delete(ctx, templates.ReaderRole, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.clusterCondition(t, "default", "fleet", "w1", "Applied", "Applied", "")
 }

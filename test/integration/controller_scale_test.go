@@ -607,6 +607,20 @@ func TestControllerSaysAMetricsConfigSelectsNothing(t *testing.T) {
 		}
 		return nil
 	})
+	// And an event says it, where kubectl describe and kubectl events show it.
+	f.waitFor(t, "a SelectsNothing event about the MetricsConfig", func() error {
+		evs, err := f.mgmt.Client.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "MetricsConfig" && e.Regarding.Name == "fleet" && e.Reason == metricsv1alpha1.ReasonSelectsNothing && e.Type == "Warning" &&
+				strings.Contains(e.Note, "spec.clusterSelector matches no EKS Anywhere Cluster") {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none SelectsNothing about MetricsConfig fleet", len(evs.Items))
+	})
 
 	// EKS-A's own GitOps: its Flux applies every document of
 	// clusters/<management>/<cluster>/eksa-system/eksa-cluster.yaml to the

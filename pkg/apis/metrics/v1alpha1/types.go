@@ -384,6 +384,10 @@ const (
 	// ReasonKubeconfigRefused: the workload kubeconfig Secret asks for an
 	// exec or auth-provider plugin, a tokenFile or a local file.
 	ReasonKubeconfigRefused = "KubeconfigRefused"
+	// ReasonForeignObject: an object eksa-metrics renders exists in the
+	// Cluster's clusters and eksa-metrics did not create it (or created it
+	// for another Cluster): it is never taken over, and nothing was written.
+	ReasonForeignObject = "ForeignObject"
 	// ReasonKubeconfigInvalid: the workload kubeconfig Secret holds no
 	// kubeconfig that can be used (it does not parse, or names no usable
 	// context and server): nothing was sent, and the workload cluster is
