@@ -150,6 +150,16 @@ func (r *Reconciler) bindingOf(ctx context.Context, mc types.NamespacedName, clu
 	return &b, nil
 }
 
+// stateOf is a Cluster's binding (nil when there is none) and a copy of
+// its status, the state a reconcile starts from.
+func (r *Reconciler) stateOf(ctx context.Context, k bindingKey) (*metricsv1alpha1.MetricsConfigBinding, metricsv1alpha1.MetricsConfigBindingStatus, error) {
+	b, err := r.bindingOf(ctx, k.mc, k.cluster)
+	if err != nil || b == nil {
+		return nil, metricsv1alpha1.MetricsConfigBindingStatus{}, err
+	}
+	return b, *b.Status.DeepCopy(), nil
+}
+
 // has: what the MetricsConfig applied to the Cluster may still be there
 // (this process applied it, or a binding says so).
 func (r *Reconciler) has(ctx context.Context, mc types.NamespacedName, cluster string) bool {

@@ -59,19 +59,15 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 	// is cleaned before the other applies.
 	for _, mc := range w.releasing {
 		k := bindingKey{client.ObjectKeyFromObject(mc), w.key.Name}
-		prev, err := r.bindingOf(ctx, k.mc, k.cluster)
+		prev, st, err := r.stateOf(ctx, k)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
 		if err := r.release(ctx, mc, w.obj); err != nil {
-			var st metricsv1alpha1.MetricsConfigBindingStatus
-			if prev != nil {
-				st = *prev.Status.DeepCopy()
-			}
 			st.LastError = truncate("releasing it after it left the selection: " + errText(err))
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonReleaseFailed, st.LastError)
 			next = append(next, r.results.done(k, true))
-			if prev != nil && w.obj != nil {
+			if w.obj != nil { // a Cluster that is gone has no binding to keep
 				errs = append(errs, r.writeBinding(ctx, mc, w.obj, prev, st))
 			}
 			continue
@@ -92,13 +88,9 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 	case len(w.selecting) > 0 && len(admitted) <= 1:
 		for _, mc := range w.selecting {
 			k := bindingKey{client.ObjectKeyFromObject(mc), w.key.Name}
-			prev, err := r.bindingOf(ctx, k.mc, k.cluster)
+			prev, prevStatus, err := r.stateOf(ctx, k)
 			if err != nil {
 				return reconcile.Result{}, err
-			}
-			var prevStatus metricsv1alpha1.MetricsConfigBindingStatus
-			if prev != nil {
-				prevStatus = prev.Status
 			}
 			st, renewAt := r.applyCluster(ctx, mc, w.obj, prevStatus)
 			next = append(next, r.results.done(k, st.LastError != ""))
@@ -117,13 +109,9 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 		msg := fmt.Sprintf("MetricsConfigs %v all select this Cluster; a Cluster is kept by one: change their selectors so that one selects it", names)
 		for _, mc := range admitted {
 			k := bindingKey{client.ObjectKeyFromObject(mc), w.key.Name}
-			prev, err := r.bindingOf(ctx, k.mc, k.cluster)
+			prev, st, err := r.stateOf(ctx, k)
 			if err != nil {
 				return reconcile.Result{}, err
-			}
-			var st metricsv1alpha1.MetricsConfigBindingStatus
-			if prev != nil {
-				st = *prev.Status.DeepCopy()
 			}
 			st.ObservedGeneration, st.LastError = mc.Generation, ""
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionRendered, false, metricsv1alpha1.ReasonSelectedTwice, msg)
