@@ -161,13 +161,15 @@ func (r *Reconciler) stateOf(ctx context.Context, k bindingKey) (*metricsv1alpha
 }
 
 // has: what the MetricsConfig applied to the Cluster may still be there
-// (this process applied it, or a binding says so).
-func (r *Reconciler) has(ctx context.Context, mc types.NamespacedName, cluster string) bool {
-	if applied, known := r.results.state(bindingKey{mc, cluster}); known {
+// (this process applied it, or a binding of this MetricsConfig, which the
+// controller wrote, says so).
+func (r *Reconciler) has(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, cluster string) bool {
+	key := client.ObjectKeyFromObject(mc)
+	if applied, known := r.results.state(bindingKey{key, cluster}); known {
 		return applied
 	}
-	b, err := r.bindingOf(ctx, mc, cluster)
-	return err != nil || b != nil // unreadable: assume it is there
+	b, err := r.bindingOf(ctx, key, cluster)
+	return err != nil || b != nil && ownedBy(b, mc) // unreadable: assume it is there
 }
 
 // writeBinding records a Cluster's state, when it differs from its

@@ -182,7 +182,7 @@ func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName) (*clus
 			}
 		}
 		live := mc.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(mc, r.finalizer())
-		had := r.has(ctx, client.ObjectKeyFromObject(mc), key.Name) || !mc.DeletionTimestamp.IsZero() && sel
+		had := r.has(ctx, mc, key.Name) || !mc.DeletionTimestamp.IsZero() && sel
 		switch {
 		case active && sel && live:
 			w.selecting = append(w.selecting, mc)

@@ -350,7 +350,6 @@ func (r *Reconciler) clustersOf(ctx context.Context, o client.Object) []reconcil
 	if err := r.clusters.List(ctx, &list, client.InNamespace(mc.Namespace)); err != nil {
 		return nil
 	}
-	key := client.ObjectKeyFromObject(mc)
 	var out []reconcile.Request
 	for i := range list.Items {
 		c := &list.Items[i]
@@ -358,7 +357,7 @@ func (r *Reconciler) clustersOf(ctx context.Context, o client.Object) []reconcil
 			continue
 		}
 		sel, _ := selects(mc, c.GetName(), c.GetLabels())
-		if sel || r.has(ctx, key, c.GetName()) {
+		if sel || r.has(ctx, mc, c.GetName()) {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.GetNamespace(), Name: c.GetName()}})
 		}
 	}
