@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,29 +23,16 @@ func (r reviews) minus(o reviews) reviews { return reviews{r.token - o.token, r.
 
 func reviewCount(t *testing.T, c *framework.Cluster) reviews {
 	t.Helper()
-	raw, err := c.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var r reviews
-	for _, m := range families["apiserver_request_total"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		if l["verb"] != "POST" && l["verb"] != "create" {
+	for _, req := range framework.RequestsOf(t, c.Client) {
+		if req.Labels["verb"] != "POST" && req.Labels["verb"] != "create" {
 			continue
 		}
-		switch l["resource"] {
+		switch req.Labels["resource"] {
 		case "tokenreviews":
-			r.token += m.GetCounter().GetValue()
+			r.token += req.Count
 		case "subjectaccessreviews":
-			r.access += m.GetCounter().GetValue()
+			r.access += req.Count
 		}
 	}
 	return r

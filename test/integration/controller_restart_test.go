@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,25 +22,12 @@ import (
 // itself.
 func writesTo(t testing.TB, cp *framework.ControlPlane) map[string]float64 {
 	t.Helper()
-	raw, err := cp.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, m := range families["apiserver_request_total"].GetMetric() {
-		l := map[string]string{}
-		for _, p := range m.GetLabel() {
-			l[p.GetName()] = p.GetValue()
-		}
-		switch l["verb"] {
+	for _, req := range framework.RequestsOf(t, cp.Client) {
+		switch verb, resource := req.Labels["verb"], req.Labels["resource"]; verb {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
-			if l["resource"] != "leases" {
-				out[l["verb"]+" "+l["resource"]] += m.GetCounter().GetValue()
+			if resource != "leases" {
+				out[verb+" "+resource] += req.Count
 			}
 		}
 	}
