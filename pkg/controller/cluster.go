@@ -201,12 +201,13 @@ func (r *Reconciler) fetch(ctx context.Context, key types.NamespacedName) (*clus
 // applyCluster is the decide, apply and status phases for the Cluster and
 // the MetricsConfig that selects it: its new state, and when its next
 // serving certificate is due for renewal (zero when it has none or was not
-// applied).
+// applied). It starts from prev, the Cluster's state as its binding has it
+// (stateOf's copy, changed in place): what is not decided here stays so
+// (conditions keep their transition times while their status holds), and
+// a pass that changes nothing changes no field, so the binding is not
+// written.
 func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstructured, prev metricsv1alpha1.MetricsConfigBindingStatus) (st metricsv1alpha1.MetricsConfigBindingStatus, renewAt time.Time) {
-	// What is not decided here stays as the binding has it (conditions keep
-	// their transition times while their status holds): a pass that
-	// changes nothing changes no field, and the binding is not written.
-	st = *prev.DeepCopy()
+	st = prev // a named result: the deferred Verified below is returned
 	st.ObservedGeneration, st.LastError = mc.Generation, ""
 	set := func(t string, ok bool, reason, msg string) { setCondition(&st, mc.Generation, t, ok, reason, msg) }
 	applied := false
