@@ -227,6 +227,7 @@ func (c *Cluster) deploymentStep(ctx context.Context, namespace, name string, e 
 	}
 	s.Action = Edit
 	s.Diff = diff("spec.template.spec.containers", normalize(d.Spec.Template.Spec.Containers), normalize(edited.Spec.Template.Spec.Containers))
+	s.Diff = append(s.Diff, diff("spec.template.spec.volumes", normalize(d.Spec.Template.Spec.Volumes), normalize(edited.Spec.Template.Spec.Volumes))...)
 	if e == nil {
 		s.Diff = append([]string{"eksa-metrics gives back its edit (the spec no longer edits this Deployment)"}, s.Diff...)
 	}

@@ -61,6 +61,15 @@ type Release struct {
 	// when nothing does (Cluster API before v1.8 applies --tls-min-version
 	// to its webhook only).
 	TLSFlag string
+	// CertDir (Shipped) is the directory the controller's metrics server
+	// reads tls.crt and tls.key from (controller-runtime's metrics server
+	// from v0.16: Options.CertDir, which these binaries leave at its
+	// default, ControllerRuntimeCertDir; it serves them through a
+	// certificate watcher, and makes a self-signed certificate only when
+	// they are absent). eksa-metrics mounts the serving certificate's Secret
+	// there. Empty: not confirmed, so the scraper keeps skipping
+	// verification of this target.
+	CertDir string
 	// ShippedArgs (Shipped) are the diagnostics arguments as the release
 	// ships them, which the edit keeps in place; nil means Cluster API's
 	// manifests' pair (--diagnostics-address=:8443
@@ -96,6 +105,12 @@ type Management struct {
 
 // ID is "namespace/deployment", as managementComponents.exclude spells it.
 func (m Management) ID() string { return m.Namespace + "/" + m.Deployment }
+
+// ControllerRuntimeCertDir is controller-runtime's default metrics CertDir,
+// $TMPDIR/k8s-metrics-server/serving-certs, in images that set no TMPDIR
+// (kubernetes-sigs/controller-runtime@v0.16.0..v0.24.1:
+// pkg/metrics/server/server.go setDefaults and createListener).
+const ControllerRuntimeCertDir = "/tmp/k8s-metrics-server/serving-certs"
 
 // MetricsPort is where every management component serves metrics securely.
 const MetricsPort = 8443
@@ -144,6 +159,9 @@ func (m Management) Resolve(lo spec.EKSAVersion, hi *spec.EKSAVersion) (r Resolv
 		if rel.TLSFlag == "" {
 			r.TLSFlag = "" // not every release in the range can set it
 		}
+		if rel.CertDir != r.CertDir {
+			r.CertDir = "" // not every release in the range reads it from there
+		}
 	}
 	for _, rel := range in[1:] {
 		r.Version += ", " + rel.Version
@@ -152,10 +170,10 @@ func (m Management) Resolve(lo spec.EKSAVersion, hi *spec.EKSAVersion) (r Resolv
 }
 
 // sameTreatment: two releases get the same objects and edits (a TLS flag
-// only some of them have is left out instead).
+// or a certificate directory only some of them have is left out instead).
 func sameTreatment(a, b Release) bool {
-	a.From, a.Version, a.Note, a.Source, a.TLSFlag, a.Unconfirmed = spec.EKSAVersion{}, "", "", "", "", ""
-	b.From, b.Version, b.Note, b.Source, b.TLSFlag, b.Unconfirmed = spec.EKSAVersion{}, "", "", "", "", ""
+	a.From, a.Version, a.Note, a.Source, a.TLSFlag, a.Unconfirmed, a.CertDir = spec.EKSAVersion{}, "", "", "", "", "", ""
+	b.From, b.Version, b.Note, b.Source, b.TLSFlag, b.Unconfirmed, b.CertDir = spec.EKSAVersion{}, "", "", "", "", "", ""
 	return reflect.DeepEqual(a, b)
 }
 
@@ -165,18 +183,23 @@ func provider(p string) map[string]string { return map[string]string{"cluster.x-
 
 // capiFamily are the Cluster API managers built on Cluster API's own flags:
 // secure diagnostics shipped in every EKS-A release; --tls-min-version
-// covers the diagnostics server from Cluster API v1.8 (EKS-A v0.21).
+// covers the diagnostics server from Cluster API v1.8 (EKS-A v0.21). The
+// diagnostics options set no CertDir and no GetCertificate
+// (util/flags/diagnostics.go:80-95 at v1.7.2, util/flags/manager.go:117-131
+// from v1.8 to v1.14), and no manifest sets TMPDIR, so the metrics server
+// reads ControllerRuntimeCertDir (controller-runtime v0.17.3 in v1.7.2,
+// v0.24.1 in v1.14.0).
 func capiFamily(ns, deployment, sa, label string, providers ...string) Management {
 	const src = "kubernetes-sigs/cluster-api@v1.13.2:config/manager/manager.yaml, config/rbac/role.yaml, util/flags/manager.go:60,73,78"
 	return Management{Namespace: ns, Deployment: deployment, Container: "manager", Providers: providers, PodLabels: provider(label),
 		Releases: []Release{
-			{From: eksa(20), Version: "Cluster API v1.7.2", Method: Shipped, ServiceAccount: sa, Source: "kubernetes-sigs/cluster-api@v1.7.2:util/flags/diagnostics.go:43-53, util/flags/tls.go"},
-			{From: eksa(21), Version: "Cluster API v1.8.3 to v1.13.2", Method: Shipped, ServiceAccount: sa, TLSFlag: "--tls-min-version", Source: src},
+			{From: eksa(20), Version: "Cluster API v1.7.2", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: sa, Source: "kubernetes-sigs/cluster-api@v1.7.2:util/flags/diagnostics.go:43-53, util/flags/tls.go"},
+			{From: eksa(21), Version: "Cluster API v1.8.3 to v1.13.2", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: sa, TLSFlag: "--tls-min-version", Source: src},
 			// v1.14 moved the core provider's config to core/config; util/flags
 			// and every manager.yaml are unchanged from v1.13.2 (checked at
 			// v1.14.0 and the release-1.14 head ba9e23ad, 18 commits later;
 			// v1.14.3 itself was not at hand).
-			{From: eksa(27), Version: "Cluster API v1.14.3", Method: Shipped, ServiceAccount: sa, TLSFlag: "--tls-min-version",
+			{From: eksa(27), Version: "Cluster API v1.14.3", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: sa, TLSFlag: "--tls-min-version",
 				Source: "kubernetes-sigs/cluster-api@v1.14.0:util/flags/manager.go:60,73,78,117-131, core/config/manager/manager.yaml:24-25,46-48 (and bootstrap/kubeadm, controlplane/kubeadm, test/infrastructure/docker config/manager/manager.yaml), */config/rbac/role.yaml (tokenreviews, subjectaccessreviews)"},
 		}}
 }
@@ -184,16 +207,26 @@ func capiFamily(ns, deployment, sa, label string, providers ...string) Managemen
 // ManagementCatalog lists the management controllers EKS Anywhere v0.20 to
 // v0.27 install, in rendering order, as their shipped manifests and
 // binaries are (docs/components.md cites each source).
+//
+// Every Shipped release builds its metrics options with Cluster API's
+// flags (GetDiagnosticsOptions before v1.8, GetManagerOptions after; the
+// AWS forks' util/flags are upstream's), whose TLS options set only the
+// minimum version and cipher suites: no CertDir, CertName, KeyName or
+// GetCertificate, and no manifest sets TMPDIR or mounts anything under
+// /tmp/k8s-metrics-server (read at CAPV v1.10.4, v1.13.1, v1.16.1,
+// v1.17.0-rc.2; CAPX v1.10.3; CAPC v0.6.1; etcdadm-bootstrap-provider
+// v1.0.18, v1.0.19; etcdadm-controller v1.0.26, v1.0.28; eks-anywhere
+// v0.24.0, v0.26.1, aebd9a0): so each reads ControllerRuntimeCertDir.
 var ManagementCatalog = []Management{
 	{Namespace: "eksa-system", Deployment: "eksa-controller-manager", Container: "manager", PodLabels: map[string]string{"control-plane": "eksa-controller-manager"},
 		Releases: []Release{
 			{From: eksa(20), Version: "eks-anywhere v0.20 to v0.23", Method: Sidecar, ServiceAccount: "eksa-controller-manager", AuthDelegator: true,
 				ListenFlag: "--metrics-bind-address", UpstreamPort: 8080, Source: "aws/eks-anywhere@v0.23.7:manager/main.go:92, config/rbac/role.yaml"},
-			{From: eksa(24), Version: "eks-anywhere v0.24", Method: Shipped, ServiceAccount: "eksa-controller-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(24), Version: "eks-anywhere v0.24", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "eksa-controller-manager", TLSFlag: "--tls-min-version",
 				Source: "aws/eks-anywhere@v0.24.0:manager/main.go:101, config/manager/manager.yaml:28-32, config/rbac/role.yaml:15-27"},
-			{From: eksa(25), Version: "eks-anywhere v0.25 and v0.26", Method: Shipped, ServiceAccount: "eksa-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
+			{From: eksa(25), Version: "eks-anywhere v0.25 and v0.26", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "eksa-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
 				Source: "aws/eks-anywhere@v0.26.1:manager/main.go:97, config/manager/manager.yaml, config/rbac/role.yaml (no tokenreviews since d4e1bc20c)"},
-			{From: eksa(27), Version: "eks-anywhere v0.27", Method: Shipped, ServiceAccount: "eksa-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
+			{From: eksa(27), Version: "eks-anywhere v0.27", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "eksa-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
 				Unconfirmed: "the v0.27.0 tag of aws/eks-anywhere was not at hand; main of 2026-08-18 (aebd9a0) has the same manager/main.go flags, config/manager and config/rbac as v0.26.1",
 				Source:      "aws/eks-anywhere@aebd9a0:manager/main.go:97,123-131, config/manager/manager.yaml:20-33, config/rbac/role.yaml"},
 		}},
@@ -202,12 +235,12 @@ var ManagementCatalog = []Management{
 	capiFamily("capi-kubeadm-control-plane-system", "capi-kubeadm-control-plane-controller-manager", "capi-kubeadm-control-plane-manager", "control-plane-kubeadm"),
 	{Namespace: "capv-system", Deployment: "capv-controller-manager", Container: "manager", Providers: []string{"vsphere"}, PodLabels: provider("infrastructure-vsphere"),
 		Releases: []Release{
-			{From: eksa(20), Version: "CAPV v1.10.4", Method: Shipped, ServiceAccount: "default", Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.10.4:main.go:215-216, config/manager/manager.yaml"},
-			{From: eksa(21), Version: "CAPV v1.11.3 to v1.13.1", Method: Shipped, ServiceAccount: "default", TLSFlag: "--tls-min-version",
+			{From: eksa(20), Version: "CAPV v1.10.4", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "default", Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.10.4:main.go:215-216, config/manager/manager.yaml"},
+			{From: eksa(21), Version: "CAPV v1.11.3 to v1.13.1", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "default", TLSFlag: "--tls-min-version",
 				Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.13.1:main.go:226, config/rbac/role_binding.yaml (subject default)"},
-			{From: eksa(25), Version: "CAPV v1.15.3 and v1.16.1", Method: Shipped, ServiceAccount: "capv-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(25), Version: "CAPV v1.15.3 and v1.16.1", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "capv-manager", TLSFlag: "--tls-min-version",
 				Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.16.1:main.go:252, config/manager/manager.yaml, config/rbac/role.yaml"},
-			{From: eksa(27), Version: "CAPV v1.17.0", Method: Shipped, ServiceAccount: "capv-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(27), Version: "CAPV v1.17.0", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "capv-manager", TLSFlag: "--tls-min-version",
 				Source: "kubernetes-sigs/cluster-api-provider-vsphere@v1.17.0-rc.2 (release-1.17 head 4a1c83ba1 unchanged):main.go:260,598-606, config/manager/manager.yaml:21-22,45-47,69, config/rbac/role.yaml:97-108"},
 		}},
 	capiFamily("capd-system", "capd-controller-manager", "capd-manager", "infrastructure-docker", "docker"),
@@ -215,7 +248,7 @@ var ManagementCatalog = []Management{
 		Releases: []Release{
 			{From: eksa(20), Version: "CAPC v0.4.10-rc1 and v0.5.0", Method: ShippedProxy, ServiceAccount: "capc-controller-manager", ProxyContainer: "kube-rbac-proxy", TLSFlag: "--tls-min-version",
 				Source: "kubernetes-sigs/cluster-api-provider-cloudstack@v0.5.0:config/default-with-metrics-port (built by eks-anywhere-build-tooling release-0.22 create_manifests.sh)"},
-			{From: eksa(23), Version: "CAPC v0.6.1", Method: Shipped, ServiceAccount: "capc-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
+			{From: eksa(23), Version: "CAPC v0.6.1", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "capc-controller-manager", AuthDelegator: true, TLSFlag: "--tls-min-version",
 				Source: "kubernetes-sigs/cluster-api-provider-cloudstack@v0.6.1:main.go:190, config/manager/manager.yaml, config/rbac/role.yaml (no tokenreviews)"},
 		}},
 	{Namespace: "capx-system", Deployment: "capx-controller-manager", Container: "manager", Providers: []string{"nutanix"}, PodLabels: provider("infrastructure-nutanix"),
@@ -228,7 +261,7 @@ var ManagementCatalog = []Management{
 			// authorization filter, forced on even with
 			// --insecure-diagnostics; its port is named https, and it ships
 			// no --insecure-diagnostics argument, which is left so.
-			{From: eksa(27), Version: "CAPX v1.10.3", Method: Shipped, ServiceAccount: "capx-controller-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(27), Version: "CAPX v1.10.3", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "capx-controller-manager", TLSFlag: "--tls-min-version",
 				ShippedArgs: []string{"--diagnostics-address=:8443"},
 				Source:      "nutanix-cloud-native/cluster-api-provider-nutanix@v1.10.3:main.go:174,228,235, config/default/manager_auth_proxy_patch.yaml:14-24 (port https 8443), config/rbac/auth_proxy_role.yaml:6-17; kubernetes-sigs/cluster-api@v1.13.1:util/flags/manager.go:60,73,78"},
 		}},
@@ -255,9 +288,9 @@ var ManagementCatalog = []Management{
 		Releases: []Release{
 			{From: eksa(20), Version: "etcdadm-bootstrap-provider v1.0.15 and v1.0.16", Method: Sidecar, ServiceAccount: "etcdadm-bootstrap-provider-manager", AuthDelegator: true,
 				ListenFlag: "--metrics-addr", UpstreamPort: 8080, Source: "aws/etcdadm-bootstrap-provider@v1.0.16:main.go:56, config/rbac/role.yaml (no tokenreviews)"},
-			{From: eksa(24), Version: "etcdadm-bootstrap-provider v1.0.18 to v1.0.22", Method: Shipped, ServiceAccount: "etcdadm-bootstrap-provider-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(24), Version: "etcdadm-bootstrap-provider v1.0.18 to v1.0.22", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "etcdadm-bootstrap-provider-manager", TLSFlag: "--tls-min-version",
 				Source: "aws/etcdadm-bootstrap-provider@v1.0.22:main.go:60, config/manager/manager.yaml, config/rbac/role.yaml"},
-			{From: eksa(27), Version: "etcdadm-bootstrap-provider (as pinned by v0.27)", Method: Shipped, ServiceAccount: "etcdadm-bootstrap-provider-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(27), Version: "etcdadm-bootstrap-provider (as pinned by v0.27)", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "etcdadm-bootstrap-provider-manager", TLSFlag: "--tls-min-version",
 				Unconfirmed: "which release v0.27 pins was not at hand (the release notes read do not list it); v1.0.22, which v0.26 pins, is assumed",
 				Source:      "aws/etcdadm-bootstrap-provider@v1.0.22:main.go:60, config/manager/manager.yaml, config/rbac/role.yaml"},
 		}},
@@ -265,9 +298,9 @@ var ManagementCatalog = []Management{
 		Releases: []Release{
 			{From: eksa(20), Version: "etcdadm-controller v1.0.24", Method: Sidecar, ServiceAccount: "etcdadm-controller-manager", AuthDelegator: true,
 				ListenFlag: "--metrics-addr", UpstreamPort: 8080, Source: "aws/etcdadm-controller@v1.0.24:main.go:64, config/rbac/role.yaml (no tokenreviews)"},
-			{From: eksa(24), Version: "etcdadm-controller v1.0.26 to v1.0.28", Method: Shipped, ServiceAccount: "etcdadm-controller-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(24), Version: "etcdadm-controller v1.0.26 to v1.0.28", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "etcdadm-controller-manager", TLSFlag: "--tls-min-version",
 				Source: "aws/etcdadm-controller@v1.0.28:main.go:69, config/manager/manager.yaml, config/rbac/role.yaml"},
-			{From: eksa(27), Version: "etcdadm-controller (as pinned by v0.27)", Method: Shipped, ServiceAccount: "etcdadm-controller-manager", TLSFlag: "--tls-min-version",
+			{From: eksa(27), Version: "etcdadm-controller (as pinned by v0.27)", Method: Shipped, CertDir: ControllerRuntimeCertDir, ServiceAccount: "etcdadm-controller-manager", TLSFlag: "--tls-min-version",
 				Unconfirmed: "which release v0.27 pins was not at hand; v1.0.28, the newest tag (main cabe3d4 is the same commit), is assumed",
 				Source:      "aws/etcdadm-controller@v1.0.28:main.go:69, config/manager/manager.yaml, config/rbac/role.yaml"},
 		}},

@@ -153,7 +153,7 @@ func managementTargets(ctx context.Context, mgmt *cluster.Cluster, r *render.Res
 					pod = ep.TargetRef.Name
 				}
 				t := verify.ManagementTarget(m.Deployment, pod, ep.Addresses[0], "")
-				if templates.SidecarServesCertificate(r.Config, m) {
+				if templates.ServesOurCertificate(r.Config, m) {
 					t.ServingName = templates.ManagementServingName(m)
 				}
 				found = append(found, t)

@@ -316,14 +316,34 @@ func describeEdit(e templates.DeploymentEdit) string {
 	switch e.Component.Method {
 	case components.Shipped:
 		s := "serves metrics securely as shipped (Cluster API secure diagnostics on :8443: TLS, TokenReview, SubjectAccessReview)."
-		if e.ChangesShipped() {
-			return s + " apply sets " + args + " on container " + e.Container + "; its pods restart." + how
+		shipped := len(e.SetArgs)
+		if e.Component.ShippedArgs != nil {
+			shipped = min(shipped, len(e.Component.ShippedArgs))
+		} else {
+			shipped = min(shipped, 2)
 		}
-		return s + " apply only checks " + args + " on container " + e.Container + " and changes nothing when they are as shipped; nothing restarts."
+		s += " apply checks `" + strings.Join(e.SetArgs[:shipped], " ") + "` on container " + e.Container + " (as shipped)"
+		if extra := e.SetArgs[shipped:]; len(extra) > 0 {
+			s += ", sets `" + strings.Join(extra, " ") + "`"
+		}
+		for _, m := range e.Mounts {
+			s += ", and mounts Secret " + e.Component.Namespace + "/" + templates.ServingSecret(components.ID(e.Component.Deployment)) + " read-only at " + m.MountPath +
+				", where its metrics server reads tls.crt and tls.key: it serves that certificate of eksa-metrics' CA for " + templates.ManagementServingName(e.Component) +
+				" instead of a self-signed one, and reloads it when it is renewed"
+		}
+		if e.ChangesShipped() {
+			return s + "; its pods restart." + how
+		}
+		return s + ", and changes nothing when they are as shipped; nothing restarts."
 	case components.ShippedProxy:
 		s := "serves metrics through its own kube-rbac-proxy container on :8443, as shipped."
 		if e.ChangesShipped() {
-			return s + " apply sets " + args + " on container " + e.Container + "; its pods restart." + how
+			s += " apply sets " + args + " on container " + e.Container
+			for _, m := range e.Mounts {
+				s += ", with Secret " + e.Component.Namespace + "/" + templates.ServingSecret(components.ID(e.Component.Deployment)) + " mounted read-only at " + m.MountPath +
+					" (a certificate of eksa-metrics' CA for " + templates.ManagementServingName(e.Component) + ", instead of the proxy's self-signed one)"
+			}
+			return s + "; its pods restart." + how
 		}
 		return s + " Nothing changes."
 	}

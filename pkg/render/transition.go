@@ -243,7 +243,7 @@ func deploymentChanges(old, cur *Result) []Change {
 			reason = "eksa-metrics edits it: " + editSummary(a)
 		case a == nil:
 			reason = "eksa-metrics gives back its edit (" + editSummary(b) + "): the new spec no longer edits it"
-		case reflect.DeepEqual(b.SetArgs, a.SetArgs) && reflect.DeepEqual(b.Sidecar, a.Sidecar) && reflect.DeepEqual(b.Volumes, a.Volumes) && b.Container == a.Container:
+		case reflect.DeepEqual(b.SetArgs, a.SetArgs) && reflect.DeepEqual(b.Sidecar, a.Sidecar) && reflect.DeepEqual(b.Mounts, a.Mounts) && reflect.DeepEqual(b.Volumes, a.Volumes) && b.Container == a.Container:
 			continue
 		default:
 			reason = "eksa-metrics' edit changes: " + editSummary(a)
@@ -262,6 +262,9 @@ func editSummary(e *templates.DeploymentEdit) string {
 	}
 	if e.Sidecar != nil {
 		parts = append(parts, "sidecar "+e.Sidecar.Name)
+	}
+	for _, m := range e.Mounts {
+		parts = append(parts, "its serving certificate mounted at "+m.MountPath+" in container "+e.Container)
 	}
 	return strings.Join(parts, ", ")
 }

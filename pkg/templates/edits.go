@@ -24,6 +24,8 @@ type EditRecord struct {
 	Container string   `json:"container"`
 	Args      []string `json:"args"`
 	Edited    []string `json:"edited"`
+	// Mounts are the volume mounts the edit added to Container.
+	Mounts []string `json:"mounts,omitempty"`
 	// Sidecar is the container the edit added, Volumes the pod volumes.
 	Sidecar string   `json:"sidecar,omitempty"`
 	Volumes []string `json:"volumes,omitempty"`
@@ -59,6 +61,9 @@ func ReconcileDeployment(d *appsv1.Deployment, e *DeploymentEdit) (changed, rest
 			rec := EditRecord{Container: e.Container, Args: args, Edited: slices.Clone(spec.Containers[idx].Args)}
 			if e.Sidecar != nil {
 				rec.Sidecar = e.Sidecar.Name
+			}
+			for _, m := range e.Mounts {
+				rec.Mounts = append(rec.Mounts, m.Name)
 			}
 			for _, v := range e.Volumes {
 				rec.Volumes = append(rec.Volumes, v.Name)
@@ -109,8 +114,15 @@ func revertEdit(d *appsv1.Deployment) error {
 				d.Namespace, d.Name, EditRecordAnnotation, err, d.Namespace, d.Name, EditRecordAnnotation)
 		}
 		delete(d.Annotations, EditRecordAnnotation)
-		if i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == rec.Container }); i >= 0 && slices.Equal(spec.Containers[i].Args, rec.Edited) {
-			spec.Containers[i].Args = rec.Args
+		if i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == rec.Container }); i >= 0 {
+			if slices.Equal(spec.Containers[i].Args, rec.Edited) {
+				spec.Containers[i].Args = rec.Args
+			}
+			// The mounts are eksa-metrics' own names: they always go.
+			spec.Containers[i].VolumeMounts = slices.DeleteFunc(spec.Containers[i].VolumeMounts, func(m corev1.VolumeMount) bool { return slices.Contains(rec.Mounts, m.Name) })
+			if len(spec.Containers[i].VolumeMounts) == 0 {
+				spec.Containers[i].VolumeMounts = nil
+			}
 		}
 	}
 	ours := func(c corev1.Container) bool {
@@ -122,7 +134,7 @@ func revertEdit(d *appsv1.Deployment) error {
 	if slices.ContainsFunc(spec.Containers, ours) {
 		spec.Containers = slices.DeleteFunc(spec.Containers, ours)
 		if !recorded {
-			rec.Volumes = []string{SidecarTokenVolume, SidecarVolume}
+			rec.Volumes = []string{SidecarTokenVolume, ServingVolume}
 		}
 	}
 	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return slices.Contains(rec.Volumes, v.Name) })

@@ -132,14 +132,20 @@ type DeploymentEdit struct {
 	SetArgs []string
 	// Sidecar is added, or replaces a container of the same name.
 	Sidecar *corev1.Container
+	// Mounts are added to Container (the controller's own: its serving
+	// certificate where its metrics server reads it), each replacing a
+	// mount of the same name.
+	Mounts []corev1.VolumeMount
 	// Volumes (the sidecar's token and serving certificate, mounted into the
-	// sidecar only) are added to the pod, each replacing a volume of the
-	// same name.
+	// sidecar only; or the controller's serving certificate, Mounts) are
+	// added to the pod, each replacing a volume of the same name.
 	Volumes []corev1.Volume
 }
 
-// SidecarVolume is the pod volume of the sidecar's serving certificate.
-const SidecarVolume = "eksa-metrics-serving"
+// ServingVolume is the pod volume of a management controller's serving
+// certificate (mounted into the sidecar, or into the controller's container
+// at Release.CertDir).
+const ServingVolume = "eksa-metrics-serving"
 
 // ManagementEdits lists the Deployment edits of the management components:
 // for shipped secure diagnostics, the diagnostics flags as shipped (so an
@@ -160,10 +166,27 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 			if tls && m.TLSFlag != "" {
 				e.SetArgs = append(e.SetArgs, m.TLSFlag+"="+c.TLSMinVersion)
 			}
+			if ServesOurCertificate(c, m) {
+				// Read-only, readable by the controller's user whatever its
+				// UID; not optional: a pod without it would serve a
+				// self-signed certificate that the scrapers refuse, so a new
+				// pod waits for the Secret (apply issues it first) while
+				// the old one keeps running.
+				e.Mounts = []corev1.VolumeMount{{Name: ServingVolume, MountPath: m.CertDir, ReadOnly: true}}
+				e.Volumes = []corev1.Volume{managementServingVolume(m)}
+			}
 		case components.ShippedProxy:
 			e.Container = m.ProxyContainer
 			if tls {
 				e.SetArgs = []string{m.TLSFlag + "=" + c.TLSMinVersion}
+			}
+			if ServesOurCertificate(c, m) {
+				// The shipped kube-rbac-proxy serves the certificate by flag,
+				// as eksa-metrics' own sidecar does.
+				dir := ServingDir(components.ID(m.Deployment))
+				e.SetArgs = append(e.SetArgs, "--tls-cert-file="+dir+"/tls.crt", "--tls-private-key-file="+dir+"/tls.key")
+				e.Mounts = []corev1.VolumeMount{{Name: ServingVolume, MountPath: dir, ReadOnly: true}}
+				e.Volumes = []corev1.Volume{managementServingVolume(m)}
 			}
 		case components.Sidecar:
 			if m.ListenFlag != "" {
@@ -194,11 +217,9 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 			if c.ServingCertificates {
 				dir := ServingDir(components.ID(m.Deployment))
 				e.Sidecar.Args = append(e.Sidecar.Args, "--tls-cert-file="+dir+"/tls.crt", "--tls-private-key-file="+dir+"/tls.key")
-				e.Sidecar.VolumeMounts = append(e.Sidecar.VolumeMounts, corev1.VolumeMount{Name: SidecarVolume, MountPath: dir, ReadOnly: true})
-				// Mounted only into the sidecar; readable by its user without
-				// changing the pod's fsGroup.
-				e.Volumes = append(e.Volumes, corev1.Volume{Name: SidecarVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: ServingSecret(components.ID(m.Deployment)), DefaultMode: ptr.To[int32](0o444)}}})
+				e.Sidecar.VolumeMounts = append(e.Sidecar.VolumeMounts, corev1.VolumeMount{Name: ServingVolume, MountPath: dir, ReadOnly: true})
+				// Mounted only into the sidecar.
+				e.Volumes = append(e.Volumes, managementServingVolume(m))
 			}
 		}
 		out = append(out, e)
@@ -206,13 +227,25 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 	return out
 }
 
+// managementServingVolume is the Secret of a management controller's serving
+// certificate as a pod volume, readable by the user of the container that
+// mounts it without changing the pod's fsGroup.
+func managementServingVolume(m components.Resolved) corev1.Volume {
+	return corev1.Volume{Name: ServingVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: ServingSecret(components.ID(m.Deployment)), DefaultMode: ptr.To[int32](0o444)}}}
+}
+
 // ChangesShipped reports whether the edit changes the Deployment as EKS-A
-// ships it: a sidecar, or a flag beyond the shipped secure-diagnostics ones
-// (which apply only checks).
+// ships it: a sidecar, a mounted certificate, or a flag beyond the shipped
+// secure-diagnostics ones (which apply only checks).
 func (e DeploymentEdit) ChangesShipped() bool {
 	switch e.Component.Method {
 	case components.Shipped:
-		return len(e.SetArgs) > 2
+		shipped := 2
+		if e.Component.ShippedArgs != nil {
+			shipped = len(e.Component.ShippedArgs)
+		}
+		return len(e.SetArgs) > shipped || len(e.Mounts) > 0
 	case components.ShippedProxy:
 		return len(e.SetArgs) > 0
 	}
@@ -234,6 +267,14 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 	before := d.DeepCopy()
 	for _, a := range e.SetArgs {
 		spec.Containers[idx].Args = setArg(spec.Containers[idx].Args, a)
+	}
+	for _, m := range e.Mounts {
+		mounts := &spec.Containers[idx].VolumeMounts
+		if i := slices.IndexFunc(*mounts, func(x corev1.VolumeMount) bool { return x.Name == m.Name }); i < 0 {
+			*mounts = append(*mounts, m)
+		} else {
+			(*mounts)[i] = m
+		}
 	}
 	if e.Sidecar != nil {
 		if i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Sidecar.Name }); i >= 0 {

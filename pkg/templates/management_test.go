@@ -151,6 +151,17 @@ func keepsEverythingElse(t *testing.T, e templates.DeploymentEdit, before, after
 		got.Spec.Template.Spec.Volumes = slices.Delete(vs, j, j+1)
 	}
 	i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == e.Container })
+	for _, m := range e.Mounts {
+		ms := cs[i].VolumeMounts
+		j := slices.IndexFunc(ms, func(x corev1.VolumeMount) bool { return x.Name == m.Name })
+		if j < 0 || !equality.Semantic.DeepEqual(ms[j], m) {
+			t.Fatalf("%s: mount %s is not as rendered", e.Name(), m.Name)
+		}
+		cs[i].VolumeMounts = slices.Delete(ms, j, j+1)
+		if len(cs[i].VolumeMounts) == 0 {
+			cs[i].VolumeMounts = nil
+		}
+	}
 	flagOf := func(a string) string { f, _, _ := strings.Cut(a, "="); return f }
 	var kept []string
 	for _, a := range cs[i].Args {
@@ -179,7 +190,7 @@ func keepsEverythingElse(t *testing.T, e templates.DeploymentEdit, before, after
 	cs[i].Args = before.Spec.Template.Spec.Containers[slices.IndexFunc(before.Spec.Template.Spec.Containers, func(c corev1.Container) bool { return c.Name == e.Container })].Args
 	got.Spec.Template.Spec.Containers = cs
 	if !equality.Semantic.DeepEqual(before, got) {
-		t.Errorf("%s: the edit changed fields besides its arguments, sidecar and volumes", e.Name())
+		t.Errorf("%s: the edit changed fields besides its arguments, mounts, sidecar and volumes", e.Name())
 	}
 }
 
@@ -206,6 +217,70 @@ func TestManagementCatalogAgainstUpstreamManifests(t *testing.T) {
 	for _, m := range components.ManagementCatalog {
 		if !checked[m.Deployment] {
 			t.Errorf("%s is never checked against an upstream manifest", m.ID())
+		}
+	}
+}
+
+// With serving certificates, every controller that serves metrics itself
+// (secure diagnostics) gets its certificate's Secret mounted read-only where
+// its metrics server reads it, in its own container of the real manifest,
+// where nothing is mounted and no TMPDIR moves the directory; and the
+// scrape configuration then verifies it with eksa-metrics' CA.
+func TestManagersServeOurCertificate(t *testing.T) {
+	files := maps.Clone(upstreamFile)
+	for eksa, override := range map[string]map[string]string{
+		"v0.26.1": nil,
+		"v0.27.0": {"capx-controller-manager": "capx-v1.10.3.yaml", "capv-controller-manager": "capv-v1.17.0-rc.2.yaml", "capt-controller-manager": "capt-v0.7.0.yaml"},
+	} {
+		maps.Copy(files, override)
+		for _, p := range allProviders {
+			c := mgmtConfig(p, eksa)
+			c.ServingCertificates = true
+			for _, e := range templates.ManagementEdits(c) {
+				if e.Component.Method == components.ShippedProxy {
+					dir := templates.ServingDir(components.ID(e.Component.Deployment))
+					if e.Container != e.Component.ProxyContainer || len(e.Mounts) != 1 || e.Mounts[0].MountPath != dir || !slices.Contains(e.SetArgs, "--tls-cert-file="+dir+"/tls.crt") || !checkAgainstManifest(t, files[e.Component.Deployment], c, e) {
+						t.Errorf("%s %s: its own kube-rbac-proxy %s gets args %v, mounts %v", eksa, e.Component.Deployment, e.Container, e.SetArgs, e.Mounts)
+					}
+				}
+				if e.Component.Method != components.Shipped {
+					if e.Component.Method == components.Sidecar && len(e.Mounts) > 0 {
+						t.Errorf("%s %s (%s): mounts %v into its own container", eksa, e.Component.Deployment, e.Component.Method, e.Mounts)
+					}
+					continue
+				}
+				t.Run(eksa+"/"+string(p)+"/"+e.Component.Deployment, func(t *testing.T) {
+					want := corev1.VolumeMount{Name: templates.ServingVolume, MountPath: components.ControllerRuntimeCertDir, ReadOnly: true}
+					if len(e.Mounts) != 1 || !equality.Semantic.DeepEqual(e.Mounts[0], want) || e.Container != e.Component.Container {
+						t.Fatalf("container %s mounts %+v, want %+v in %s", e.Container, e.Mounts, want, e.Component.Container)
+					}
+					if len(e.Volumes) != 1 || e.Volumes[0].Secret == nil || e.Volumes[0].Secret.SecretName != templates.ServingSecret(components.ID(e.Component.Deployment)) {
+						t.Fatalf("volumes %+v, want the Secret %s", e.Volumes, templates.ServingSecret(components.ID(e.Component.Deployment)))
+					}
+					d := testutil.UpstreamDeployment(t, testutil.UpstreamManifest(t, files[e.Component.Deployment]), e.Component.Namespace, e.Component.Deployment)
+					ctr := d.Spec.Template.Spec.Containers[slices.IndexFunc(d.Spec.Template.Spec.Containers, func(x corev1.Container) bool { return x.Name == e.Container })]
+					for _, m := range ctr.VolumeMounts {
+						if m.Name == templates.ServingVolume || strings.HasPrefix(components.ControllerRuntimeCertDir+"/", strings.TrimSuffix(m.MountPath, "/")+"/") {
+							t.Errorf("the shipped container mounts %s at %s already", m.Name, m.MountPath)
+						}
+					}
+					for _, env := range ctr.Env {
+						if env.Name == "TMPDIR" {
+							t.Errorf("the shipped container sets TMPDIR=%s: its metrics server reads another directory", env.Value)
+						}
+					}
+					if !checkAgainstManifest(t, files[e.Component.Deployment], c, e) {
+						t.Error("the edit does not change the shipped Deployment")
+					}
+					if !templates.ServesOurCertificate(c, e.Component) {
+						t.Error("not listed as serving eksa-metrics' certificate")
+					}
+				})
+			}
+			scrape := templates.ScrapeConfigFile(c)
+			if strings.Contains(scrape, "insecure_skip_verify: true") {
+				t.Errorf("%s %s: the plain scrape configuration still skips verification of a management controller", eksa, p)
+			}
 		}
 	}
 }

@@ -191,28 +191,31 @@ func ServesCertificate(c *spec.Config, comp components.Cluster) bool {
 	return c.ServingCertificates && c.Exposure == metricsv1alpha1.ExposureProxy && comp.Proxy != components.NoProxy
 }
 
-// ServedManagement are the management controllers whose metrics eksa-metrics'
-// own kube-rbac-proxy sidecar serves, with a certificate from its CA. (A
-// controller's own secure diagnostics or shipped proxy makes its own
-// self-signed certificate.)
+// ServedManagement are the management controllers whose metrics endpoint
+// serves a certificate from eksa-metrics' CA: eksa-metrics' own
+// kube-rbac-proxy sidecar, a shipped kube-rbac-proxy given it by flag, or a
+// controller-runtime metrics server that reads it from the directory the
+// edit mounts it at (Release.CertDir). (Secure diagnostics whose directory
+// is not confirmed make their own self-signed certificate.)
 func ServedManagement(c *spec.Config) []components.Resolved {
 	if !c.ServingCertificates {
 		return nil
 	}
 	var out []components.Resolved
 	for _, m := range ManagementComponents(c) {
-		if SidecarServesCertificate(c, m) {
+		if ServesOurCertificate(c, m) {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// SidecarServesCertificate reports whether a management controller's metrics
-// are served by eksa-metrics' sidecar with a certificate from its CA (one of
-// ServedManagement).
-func SidecarServesCertificate(c *spec.Config, m components.Resolved) bool {
-	return c.ServingCertificates && m.Method == components.Sidecar
+// ServesOurCertificate reports whether a management controller's metrics
+// endpoint serves a certificate from eksa-metrics' CA (one of
+// ServedManagement): its sidecar's or shipped proxy's, or its own metrics
+// server's from the mounted Secret.
+func ServesOurCertificate(c *spec.Config, m components.Resolved) bool {
+	return c.ServingCertificates && (m.Method == components.Sidecar || m.Method == components.ShippedProxy || m.Method == components.Shipped && m.CertDir != "")
 }
 
 // ServedSecret is one serving certificate's Secret: where it is, the one
@@ -221,8 +224,8 @@ type ServedSecret struct {
 	Namespace, Name, DNSName string
 	// HAProxy reads it, only when it starts.
 	HAProxy bool
-	// Deployment is the management controller whose sidecar serves it
-	// ("" for a proxy of the workload cluster).
+	// Deployment is the management controller whose sidecar or metrics
+	// server serves it ("" for a proxy of the workload cluster).
 	Deployment string
 }
 
@@ -240,8 +243,8 @@ func ServingSecrets(c *spec.Config) []ServedSecret {
 	return out
 }
 
-// ManagementServingName is the DNS name in a management sidecar's
-// certificate: its metrics Service's name.
+// ManagementServingName is the DNS name in a management controller's
+// serving certificate: its metrics Service's name.
 func ManagementServingName(m components.Resolved) string {
 	return m.Deployment + "-metrics." + m.Namespace + ".svc"
 }

@@ -88,7 +88,7 @@ func targets(c *spec.Config) []target {
 		}
 		t := target{comp: comp, job: m.Deployment, serviceNS: m.Namespace, serviceName: m.Deployment + "-metrics", port: "https", scheme: "https",
 			selector: map[string]string{ComponentLabel: m.Deployment}, jobLabel: JobLabel, insecure: why, mgmt: true}
-		if SidecarServesCertificate(c, m) {
+		if ServesOurCertificate(c, m) {
 			t.serverName, t.insecure, t.ownCA = ManagementServingName(m), "", true
 		}
 		out = append(out, t)

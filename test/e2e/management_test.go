@@ -22,6 +22,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/dashboards"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -32,7 +33,9 @@ import (
 // The management components, for real, as EKS-A v0.26 ships them: the
 // Cluster API core manager built from sigs.k8s.io/cluster-api runs with the
 // container arguments of the real upstream Deployment after eksa-metrics'
-// edit (here TLS 1.3) and serves its metrics securely, to TLS 1.3 only; the
+// edit (here TLS 1.3) and its serving certificate's Secret where the edit
+// mounts it, and serves its metrics securely, to TLS 1.3 only, with that
+// certificate (verified by eksa-metrics verify and by a real Prometheus); the
 // kube-rbac-proxy sidecar eksa-metrics adds to the curated-packages
 // controller runs with its rendered arguments and mounts, as a kubelet runs
 // it (in a mount namespace of its own, its token Secret, which the real
@@ -74,10 +77,39 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 		}
 		return d.Spec.Template.Spec
 	}
-	edited := func(id string) []corev1.Container { return editedPod(id).Containers }
-	capiArgs := edited("capi-system/capi-controller-manager")[0].Args
+	capiPod := editedPod("capi-system/capi-controller-manager")
+	capiArgs := capiPod.Containers[0].Args
 	if !slices.Contains(capiArgs, "--tls-min-version=VersionTLS13") {
 		t.Fatalf("capi-controller-manager args: %q", capiArgs)
+	}
+	// Its serving certificate, mounted where controller-runtime's metrics
+	// server reads it: $TMPDIR/k8s-metrics-server/serving-certs, which is
+	// /tmp/... in the shipped image (no TMPDIR). The pod here keeps the
+	// host's /tmp (the test bed's files are there), so TMPDIR points the
+	// same code at a directory of the test's own.
+	capiTmp := t.TempDir()
+	for _, m := range capiPod.Containers[0].VolumeMounts {
+		if m.Name != templates.ServingVolume {
+			continue
+		}
+		if m.MountPath != components.ControllerRuntimeCertDir {
+			t.Fatalf("capi-controller-manager: the certificate is mounted at %s, not where its metrics server reads it", m.MountPath)
+		}
+		v := capiPod.Volumes[slices.IndexFunc(capiPod.Volumes, func(v corev1.Volume) bool { return v.Name == m.Name })]
+		s, err := cp.Client.CoreV1().Secrets("capi-system").Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join(capiTmp, strings.TrimPrefix(m.MountPath, "/tmp/"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k, b := range s.Data {
+			writeFile(t, filepath.Join(dir, k), string(b))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(capiTmp, "k8s-metrics-server/serving-certs/tls.key")); err != nil {
+		t.Fatalf("capi-controller-manager: no serving certificate mounted: %v (mounts %+v)", err, capiPod.Containers[0].VolumeMounts)
 	}
 	pkgPod := editedPod("eksa-packages/eks-anywhere-packages")
 	sidecar := pkgPod.Containers[slices.IndexFunc(pkgPod.Containers, func(c corev1.Container) bool { return c.Name == templates.SidecarName })]
@@ -111,7 +143,7 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 	writeFile(t, podNamespace, "capi-system")
 	startSecure := func() *framework.Process {
 		return framework.StartInPod(t, "cluster-api-manager", manager, append(args, testBed()...),
-			map[string]string{"/var/run/secrets/kubernetes.io/serviceaccount/namespace": podNamespace})
+			map[string]string{"/var/run/secrets/kubernetes.io/serviceaccount/namespace": podNamespace}, "TMPDIR="+capiTmp)
 	}
 	secure := startSecure()
 
@@ -149,6 +181,14 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 		}
 	}
 	expect("Cluster API manager (shipped secure diagnostics, edited)", "https://"+podIP+":8443/metrics", secure)
+	// Verified: eksa-metrics' CA, the name of its metrics Service.
+	verified := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: servingCA(t, cp), ServerName: templates.ManagementServingName(edits["capi-controller-manager"].Component), MinVersion: tls.VersionTLS13}}}
+	if resp, err := verified.Get("https://" + podIP + ":8443/metrics"); err != nil {
+		t.Errorf("the Cluster API manager's certificate does not verify with eksa-metrics' CA: %v", err)
+	} else {
+		resp.Body.Close()
+	}
 
 	// A plain-HTTP controller-runtime endpoint on 127.0.0.1:<upstream>, as the
 	// packages controller serves it, and the sidecar in front.
@@ -214,10 +254,10 @@ func TestManagementComponentsEndToEnd(t *testing.T) {
 			t.Errorf("%s: %v", want, p)
 		}
 	}
-	// The sidecar serves eksa-metrics' certificate for its Service's name;
-	// the Cluster API manager its own self-signed one.
+	// The sidecar and the Cluster API manager both serve eksa-metrics'
+	// certificate for their Service's name.
 	for _, r := range v.results {
-		want := map[string]string{"capi-controller-manager": "self-signed", "eks-anywhere-packages": "eksa-metrics CA"}[string(r.Target.Component)]
+		want := map[string]string{"capi-controller-manager": "eksa-metrics CA", "eks-anywhere-packages": "eksa-metrics CA"}[string(r.Target.Component)]
 		if want != "" && r.TLS != want {
 			t.Errorf("%s: TLS %q, want %q", r.Target, r.TLS, want)
 		}
@@ -290,7 +330,7 @@ func managementAlerts(t *testing.T, cp *framework.ControlPlane, r *render.Result
 		t.Fatal(err)
 	}
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}\nscrape_config_files: [s.yaml]\nrule_files: [rules.yaml]\n"
-	files := cp.PrometheusMounts(t, scraperNS, "", "", templates.ServingCA) // the sidecar's CA
+	files := cp.PrometheusMounts(t, scraperNS, "", "", templates.ServingCA) // the CA of the sidecar and the manager
 	files["s.yaml"] = templates.ScrapeConfigFile(r.Config)
 	files["rules.yaml"] = framework.ShortFor(templates.RulesFile(r.Config), "10s")
 	p := cp.StartPrometheusInPod(t, scraperNS, scraperSA, main, files)
