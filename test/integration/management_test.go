@@ -2,13 +2,17 @@ package integration
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
@@ -120,8 +124,12 @@ func TestManagementTokenReviewRights(t *testing.T) {
 	t.Logf("%d ServiceAccounts checked by SubjectAccessReview", checked)
 }
 
-// A management cluster as EKS-A v0.26 ships it: apply changes only what is
-// not secure already (the sidecars), a second apply writes nothing; after
+// A management cluster as EKS-A v0.26 ships it: with tls.certificates: none
+// apply changes only what is not secure already (the sidecars); with the
+// default certificates it mounts each serving certificate into the
+// controllers that serve metrics themselves, where their metrics server
+// reads it, and changes nothing else of them; a second apply writes
+// nothing; back to none, those Deployments are as shipped again; after
 // `eksctl anywhere upgrade management-components` puts the shipped
 // Deployments back, validate reports the lost edits as drift and apply
 // restores them; a changed ServiceAccount or lost RBAC fails the
@@ -135,47 +143,105 @@ func TestManagementComponentsAsShipped(t *testing.T) {
 	startRoleAggregation(t, cp, kubeconfig)
 	cp.ServiceAccount(t, "monitoring", "prometheus-k8s")
 	p := filepath.Join(testutil.RepoRoot(), "examples", "vsphere-management.yaml")
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none := filepath.Join(t.TempDir(), "vsphere-management.yaml")
+	if err := os.WriteFile(none, []byte(strings.Replace(string(raw), "  tls:\n    minVersion: VersionTLS12\n", "  tls:\n    minVersion: VersionTLS12\n    certificates: none\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 
-	generation := func(id string) int64 {
+	live := func(id string) *appsv1.Deployment {
 		ns, name, _ := strings.Cut(id, "/")
 		d, err := cp.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return d.Generation
+		return d
 	}
-	untouched := []string{"eksa-system/eksa-controller-manager", "capi-system/capi-controller-manager", "capv-system/capv-controller-manager",
+	// Serve metrics securely as shipped: only their certificate is mounted.
+	secure := []string{"eksa-system/eksa-controller-manager", "capi-system/capi-controller-manager", "capv-system/capv-controller-manager",
 		"etcdadm-controller-system/etcdadm-controller-controller-manager", "etcdadm-bootstrap-provider-system/etcdadm-bootstrap-provider-controller-manager"}
 	edited := []string{"eksa-packages/eks-anywhere-packages", "cert-manager/cert-manager", "cert-manager/cert-manager-cainjector", "cert-manager/cert-manager-webhook"}
 	before := map[string]int64{}
-	for _, id := range append(untouched, edited...) {
-		before[id] = generation(id)
+	for _, id := range append(secure, edited...) {
+		before[id] = live(id).Generation
 	}
 
-	code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig)
+	code, stderr, _ := apply(t, 0, "-f", none, "--kubeconfig", kubeconfig)
+	if code != 0 {
+		t.Fatalf("apply with certificates none: exit %d\n%s", code, stderr)
+	}
+	base := map[string]corev1.PodTemplateSpec{} // as shipped, with the API server's defaults
+	for _, id := range secure {
+		d := live(id)
+		if d.Generation != before[id] || !strings.Contains(stderr, "= unchanged Deployment "+id) {
+			t.Errorf("%s was changed (generation %d -> %d), though it serves metrics securely as shipped\n%s", id, before[id], d.Generation, stderr)
+		}
+		base[id] = d.Spec.Template
+	}
+	for _, id := range edited {
+		if g := live(id).Generation; g == before[id] || !strings.Contains(stderr, "~ edit Deployment "+id) {
+			t.Errorf("%s was not edited\n%s", id, stderr)
+		}
+	}
+
+	code, stderr, _ = apply(t, 0, "-f", p, "--kubeconfig", kubeconfig)
 	if code != 0 {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
 	}
-	for _, id := range untouched {
-		if g := generation(id); g != before[id] || !strings.Contains(stderr, "= unchanged Deployment "+id) {
-			t.Errorf("%s was changed (generation %d -> %d), though it serves metrics securely as shipped\n%s", id, before[id], g, stderr)
+	for _, id := range secure {
+		d := live(id)
+		if !strings.Contains(stderr, "~ edit Deployment "+id) {
+			t.Errorf("%s: the certificate was not mounted\n%s", id, stderr)
 		}
-	}
-	for _, id := range edited {
-		if g := generation(id); g == before[id] || !strings.Contains(stderr, "~ edit Deployment "+id) {
-			t.Errorf("%s was not edited\n%s", id, stderr)
+		ctr := d.Spec.Template.Spec.Containers[0]
+		mount := slices.IndexFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == templates.ServingVolume && m.MountPath == components.ControllerRuntimeCertDir && m.ReadOnly
+		})
+		vol := slices.IndexFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Name == templates.ServingVolume && v.Secret != nil && strings.HasSuffix(v.Secret.SecretName, "-serving")
+		})
+		if mount < 0 || vol < 0 {
+			t.Errorf("%s: container %s mounts %+v, volumes %+v", id, ctr.Name, ctr.VolumeMounts, d.Spec.Template.Spec.Volumes)
+			continue
+		}
+		if _, err := cp.Client.CoreV1().Secrets(d.Namespace).Get(ctx, d.Spec.Template.Spec.Volumes[vol].Secret.SecretName, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: the mounted Secret: %v", id, err)
+		}
+		// Nothing else differs from the shipped Deployment.
+		ctr.VolumeMounts = slices.Delete(ctr.VolumeMounts, mount, mount+1)
+		d.Spec.Template.Spec.Containers[0] = ctr
+		d.Spec.Template.Spec.Volumes = slices.Delete(d.Spec.Template.Spec.Volumes, vol, vol+1)
+		if !equality.Semantic.DeepEqual(d.Spec.Template, base[id]) {
+			t.Errorf("%s: the edit changed more than the certificate's mount", id)
 		}
 	}
 	if _, stderr, again := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig); again.writes != 0 {
 		t.Fatalf("second apply: %d writes:\n%s", again.writes, stderr)
 	}
+	// Back to certificates none: the mounts are given back.
+	if code, stderr, _ := apply(t, 0, "-f", none, "--kubeconfig", kubeconfig); code != 0 {
+		t.Fatalf("apply with certificates none again: exit %d\n%s", code, stderr)
+	}
+	for _, id := range secure {
+		d := live(id)
+		if _, recorded := d.Annotations[templates.EditRecordAnnotation]; recorded || !equality.Semantic.DeepEqual(d.Spec.Template, base[id]) {
+			t.Errorf("%s is not as shipped after the mount was given back: %+v", id, d.Spec.Template.Spec.Containers[0].VolumeMounts)
+		}
+	}
+	if code, stderr, _ := apply(t, 0, "-f", p, "--kubeconfig", kubeconfig); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, stderr)
+	}
+	edited = append(edited, secure...)
 	code, res, _ := runValidate(t, "-f", p, "--kubeconfig", kubeconfig)
 	if code != 0 || res["drift"].Status != validate.Pass || res["management-components"].Status != validate.Pass {
 		t.Fatalf("after apply: exit %d drift=%+v management=%+v", code, res["drift"], res["management-components"])
 	}
 
 	// eksctl anywhere upgrade management-components: the shipped
-	// Deployments come back, without the sidecars.
+	// Deployments come back, without the sidecars and mounts.
 	for _, id := range edited {
 		ns, name, _ := strings.Cut(id, "/")
 		d := testutil.UpstreamDeployment(t, []map[string]any{shipped[id]}, ns, name)
