@@ -308,6 +308,13 @@ func sortedFiles(files map[string][]byte) []string {
 	return out
 }
 
+// certificateMount says which certificate an edit mounts where, and what
+// it serves instead.
+func certificateMount(e templates.DeploymentEdit) string {
+	return "Secret " + e.Component.Namespace + "/" + templates.ServingSecret(components.ID(e.Component.Deployment)) + " read-only at " + e.Mounts[0].MountPath +
+		" (a certificate of eksa-metrics' CA for " + templates.ManagementServingName(e.Component) + ", instead of a self-signed one)"
+}
+
 // describeEdit says what apply does to a management Deployment and whether
 // its pods restart.
 func describeEdit(e templates.DeploymentEdit) string {
@@ -315,21 +322,14 @@ func describeEdit(e templates.DeploymentEdit) string {
 	args := "`" + strings.Join(e.SetArgs, " ") + "`"
 	switch e.Component.Method {
 	case components.Shipped:
-		s := "serves metrics securely as shipped (Cluster API secure diagnostics on :8443: TLS, TokenReview, SubjectAccessReview)."
-		shipped := len(e.SetArgs)
-		if e.Component.ShippedArgs != nil {
-			shipped = min(shipped, len(e.Component.ShippedArgs))
-		} else {
-			shipped = min(shipped, 2)
+		checked, set := e.CheckedArgs()
+		s := "serves metrics securely as shipped (Cluster API secure diagnostics on :8443: TLS, TokenReview, SubjectAccessReview). apply checks `" +
+			strings.Join(checked, " ") + "` on container " + e.Container + " (as shipped)"
+		if len(set) > 0 {
+			s += ", sets `" + strings.Join(set, " ") + "`"
 		}
-		s += " apply checks `" + strings.Join(e.SetArgs[:shipped], " ") + "` on container " + e.Container + " (as shipped)"
-		if extra := e.SetArgs[shipped:]; len(extra) > 0 {
-			s += ", sets `" + strings.Join(extra, " ") + "`"
-		}
-		for _, m := range e.Mounts {
-			s += ", and mounts Secret " + e.Component.Namespace + "/" + templates.ServingSecret(components.ID(e.Component.Deployment)) + " read-only at " + m.MountPath +
-				", where its metrics server reads tls.crt and tls.key: it serves that certificate of eksa-metrics' CA for " + templates.ManagementServingName(e.Component) +
-				" instead of a self-signed one, and reloads it when it is renewed"
+		if len(e.Mounts) > 0 {
+			s += ", and mounts " + certificateMount(e) + ", where its metrics server reads tls.crt and tls.key (reloaded when renewed)"
 		}
 		if e.ChangesShipped() {
 			return s + "; its pods restart." + how
@@ -339,9 +339,8 @@ func describeEdit(e templates.DeploymentEdit) string {
 		s := "serves metrics through its own kube-rbac-proxy container on :8443, as shipped."
 		if e.ChangesShipped() {
 			s += " apply sets " + args + " on container " + e.Container
-			for _, m := range e.Mounts {
-				s += ", with Secret " + e.Component.Namespace + "/" + templates.ServingSecret(components.ID(e.Component.Deployment)) + " mounted read-only at " + m.MountPath +
-					" (a certificate of eksa-metrics' CA for " + templates.ManagementServingName(e.Component) + ", instead of the proxy's self-signed one)"
+			if len(e.Mounts) > 0 {
+				s += ", with " + certificateMount(e)
 			}
 			return s + "; its pods restart." + how
 		}

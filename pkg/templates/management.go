@@ -241,15 +241,28 @@ func managementServingVolume(m components.Resolved) corev1.Volume {
 func (e DeploymentEdit) ChangesShipped() bool {
 	switch e.Component.Method {
 	case components.Shipped:
-		shipped := 2
-		if e.Component.ShippedArgs != nil {
-			shipped = len(e.Component.ShippedArgs)
-		}
-		return len(e.SetArgs) > shipped || len(e.Mounts) > 0
+		_, set := e.CheckedArgs()
+		return len(set) > 0 || len(e.Mounts) > 0
 	case components.ShippedProxy:
 		return len(e.SetArgs) > 0
 	}
 	return true
+}
+
+// CheckedArgs splits the SetArgs of shipped secure diagnostics into the
+// diagnostics arguments as shipped, which apply only checks, and those it
+// sets beyond them (the TLS minimum). For other methods every argument is
+// set.
+func (e DeploymentEdit) CheckedArgs() (checked, set []string) {
+	if e.Component.Method != components.Shipped {
+		return nil, e.SetArgs
+	}
+	n := 2 // Cluster API's manifests' pair
+	if e.Component.ShippedArgs != nil {
+		n = len(e.Component.ShippedArgs)
+	}
+	n = min(n, len(e.SetArgs))
+	return e.SetArgs[:n], e.SetArgs[n:]
 }
 
 // Name is "Deployment namespace/name".
@@ -269,12 +282,7 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 		spec.Containers[idx].Args = setArg(spec.Containers[idx].Args, a)
 	}
 	for _, m := range e.Mounts {
-		mounts := &spec.Containers[idx].VolumeMounts
-		if i := slices.IndexFunc(*mounts, func(x corev1.VolumeMount) bool { return x.Name == m.Name }); i < 0 {
-			*mounts = append(*mounts, m)
-		} else {
-			(*mounts)[i] = m
-		}
+		spec.Containers[idx].VolumeMounts = setNamed(spec.Containers[idx].VolumeMounts, m, func(x corev1.VolumeMount) string { return x.Name })
 	}
 	if e.Sidecar != nil {
 		if i := slices.IndexFunc(spec.Containers, func(c corev1.Container) bool { return c.Name == e.Sidecar.Name }); i >= 0 {
@@ -286,13 +294,18 @@ func (e DeploymentEdit) Apply(d *appsv1.Deployment) (bool, error) {
 		}
 	}
 	for _, v := range e.Volumes {
-		if i := slices.IndexFunc(spec.Volumes, func(x corev1.Volume) bool { return x.Name == v.Name }); i < 0 {
-			spec.Volumes = append(spec.Volumes, *v.DeepCopy())
-		} else if !equality.Semantic.DeepEqual(spec.Volumes[i], v) {
-			spec.Volumes[i] = *v.DeepCopy()
-		}
+		spec.Volumes = setNamed(spec.Volumes, *v.DeepCopy(), func(x corev1.Volume) string { return x.Name })
 	}
 	return !equality.Semantic.DeepEqual(before, d), nil
+}
+
+// setNamed replaces the item of list with item's name, or appends item.
+func setNamed[T any](list []T, item T, name func(T) string) []T {
+	if i := slices.IndexFunc(list, func(x T) bool { return name(x) == name(item) }); i >= 0 {
+		list[i] = item
+		return list
+	}
+	return append(list, item)
 }
 
 // sidecarIs reports whether a live container already is the sidecar: the
