@@ -7,11 +7,15 @@
 // approved; kube-controller-manager approves no such request itself
 // (its csrapproving controller approves kubelet client certificates only:
 // kubernetes pkg/controller/certificates/approver/sarapprove.go). The checks
-// are those of OpenShift's cluster-machine-approver for serving requests:
-// the request was filed by the node itself (user system:node:<name>, group
-// system:nodes), its subject is that node, it asks for server auth and
-// nothing a server certificate does not need, and each of its names and
-// addresses is one the live Node object reports.
+// follow OpenShift's cluster-machine-approver for serving requests
+// (openshift/cluster-machine-approver pkg/controller/csr_check.go,
+// validateCSRContents and authorizeServingCertWithMachine): the request was
+// filed by the node itself (user system:node:<name>, group system:nodes),
+// its subject is that node, it asks for server auth and nothing a server
+// certificate does not need, and each of its names and addresses is one the
+// live Node object reports. OpenShift reads the addresses from the Machine
+// instead, which the node cannot write; a Node's status addresses are the
+// kubelet's own report.
 package kubeletcsr
 
 import (
@@ -111,7 +115,7 @@ func Check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node) err
 		}
 	}
 	for _, d := range req.DNSNames {
-		if !slices.Contains(dns, d) {
+		if !slices.ContainsFunc(dns, func(n string) bool { return strings.EqualFold(strings.TrimSuffix(n, "."), d) }) {
 			return fmt.Errorf("DNS name %s is not a name of node %s (%v)", d, name, dns)
 		}
 	}
