@@ -34,23 +34,27 @@ var clusterIssuerGVR = schema.GroupVersionResource{Group: "cert-manager.io", Ver
 // Issuers. It prunes the ClusterIssuers and the old CA Certificate, waits
 // until cert-manager has issued every serving certificate again from the CA
 // Issuer of its namespace (same Secrets, same names), publishes the CAs of
-// all three namespaces as the bundle (the old CA no longer in it), and a
+// all ten namespaces as the bundle (the old CA no longer in it), and a
 // second apply writes nothing. Then no one else can use the CA.
 func TestApplyMovesCertManagerToNamespacedIssuers(t *testing.T) {
 	ctx := context.Background()
 	cp, kubeconfig := dockerManagementCluster(t)
-	// The controllers whose metrics eksa-metrics' sidecars serve, with
-	// certificates in their own namespaces: curated packages' and
-	// cert-manager's (their Deployments only; the test's cert-manager runs
-	// outside).
-	cp.InstallUpstream(t, "eks-anywhere-packages-v0.4.17.yaml", "cert-manager-v1.20.2.yaml")
+	// The management controllers of a Docker management cluster, each with
+	// a serving certificate in its own namespace: those eksa-metrics'
+	// sidecars serve (curated packages', cert-manager's: their Deployments
+	// only; the test's cert-manager runs outside) and those that serve it
+	// themselves (EKS-A's, Cluster API's, CAPD, etcdadm's).
+	cp.InstallUpstream(t, "eks-anywhere-packages-v0.4.17.yaml", "cert-manager-v1.20.2.yaml", "eksa-controller-manager-v0.26.1.yaml", "capi-core-v1.13.2.yaml",
+		"capi-kubeadm-bootstrap-v1.13.2.yaml", "capi-kubeadm-control-plane-v1.13.2.yaml", "capd-v1.13.2.yaml",
+		"etcdadm-bootstrap-provider-v1.0.22.yaml", "etcdadm-controller-v1.0.28.yaml")
 	cp.InstallCRDDir(t, "cert-manager")
 	certManager := framework.Start(t, "cert-manager", framework.Binary(t, "cert-manager-controller"), []string{"--kubeconfig", kubeconfig, "--cluster-resource-namespace", templates.CertManagerNS})
 	specPath := writeSpecVersion(t, "docker", "  scrapers: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}]\n  exposure: proxy\n  tls: {certificates: cert-manager}\n", "1.36", "v0.26.1")
 	r := renderPath(t, specPath)
 	served := templates.ServingSecrets(r.Config)
 	namespaces := templates.IssuerNamespaces(served)
-	if want := []string{templates.CertManagerNS, "eksa-packages", templates.SystemNS}; !slices.Equal(namespaces, want) {
+	if want := []string{"capd-system", "capi-kubeadm-bootstrap-system", "capi-kubeadm-control-plane-system", "capi-system", templates.CertManagerNS, "eksa-packages",
+		"eksa-system", "etcdadm-bootstrap-provider-system", "etcdadm-controller-system", templates.SystemNS}; !slices.Equal(namespaces, want) {
 		t.Fatalf("serving certificates in %v, want %v: the test would not cover a bundle of several namespaces", namespaces, want)
 	}
 
