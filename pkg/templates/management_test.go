@@ -227,11 +227,11 @@ func TestManagementCatalogAgainstUpstreamManifests(t *testing.T) {
 // where nothing is mounted and no TMPDIR moves the directory; and the
 // scrape configuration then verifies it with eksa-metrics' CA.
 func TestManagersServeOurCertificate(t *testing.T) {
-	files := maps.Clone(upstreamFile)
 	for eksa, override := range map[string]map[string]string{
 		"v0.26.1": nil,
 		"v0.27.0": {"capx-controller-manager": "capx-v1.10.3.yaml", "capv-controller-manager": "capv-v1.17.0-rc.2.yaml", "capt-controller-manager": "capt-v0.7.0.yaml"},
 	} {
+		files := maps.Clone(upstreamFile) // each release its own manifests, whatever the order
 		maps.Copy(files, override)
 		for _, p := range allProviders {
 			c := mgmtConfig(p, eksa)
