@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,29 @@ func TestApplyWithCertManager(t *testing.T) {
 	if code, stderr, _ := apply(t, 0, "-f", specPath, "--kubeconfig", kubeconfig); code != 0 {
 		t.Fatalf("back to cert-manager: exit %d\n%s\n%s", code, stderr, certificateConditions(t, cp))
 	}
+	// The render (offline) has Certificates for the management controllers
+	// this cluster does not run too; cert-manager is let finish those, so
+	// that none of its issuances is still in flight when the move prunes
+	// them (kube-system's go straight on).
+	framework.WaitFor(t, "cert-manager to issue the Certificates outside kube-system", 2*time.Minute, func() (bool, error) {
+		list, err := cp.Dynamic.Resource(certificateGVR).Namespace("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range list.Items {
+			if c.GetNamespace() == templates.SystemNS {
+				continue
+			}
+			conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions")
+			if !slices.ContainsFunc(conds, func(x any) bool {
+				m, _ := x.(map[string]any)
+				return m["type"] == "Ready" && m["status"] == "True"
+			}) {
+				return false, fmt.Errorf("Certificate %s/%s not Ready", c.GetNamespace(), c.GetName())
+			}
+		}
+		return true, nil
+	}, certManager)
 	own := writeSpecVersion(t, "docker", "  scrapers: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}]\n  exposure: proxy\n  tls: {certificates: eksa-metrics}\n", "1.36", "v0.26.1")
 	code, stderr, _ = apply(t, 0, "-f", own, "--kubeconfig", kubeconfig)
 	if code != 0 || !strings.Contains(stderr, "in place of the one cert-manager issued") {
