@@ -9,7 +9,7 @@
 // read-only port.
 //
 //	hollow-node --morph=kubelet --kubeconfig=... --node-name=n1 --node-ip=198.51.100.11 \
-//	  --client-ca-file=ca.crt [--tls-cert-file=... --tls-private-key-file=...] \
+//	  --client-ca-file=ca.crt [--tls-cert-file=... --tls-private-key-file=... | --server-tls-bootstrap] \
 //	  [--node-labels=node-role.kubernetes.io/control-plane=] [--feature-gates=ComponentFlagz=true]
 //	hollow-node --morph=proxy --kubeconfig=... --node-name=n1 [--config=config.conf | --metrics-bind-address=127.0.0.1:10249]
 //
@@ -76,6 +76,7 @@ type options struct {
 	podManifestPath    string
 	taints             []string
 	authorizationMode  string
+	serverTLSBootstrap bool
 }
 
 func main() {
@@ -88,6 +89,7 @@ func main() {
 	fs.IntVar(&o.port, "port", 10250, "kubelet HTTPS port")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "kubelet serving certificate (self-signed if empty)")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "kubelet serving key")
+	fs.BoolVar(&o.serverTLSBootstrap, "server-tls-bootstrap", false, "kubelet: serverTLSBootstrap: file a kubernetes.io/kubelet-serving CertificateSigningRequest and serve the certificate once it is approved and signed (no self-signed certificate)")
 	fs.StringVar(&o.clientCAFile, "client-ca-file", "", "CA bundle for x509 client authentication")
 	fs.Var(cliflag.NewMapStringString(&o.nodeLabels), "node-labels", "labels to register the node with (k=v,...)")
 	fs.Var(cliflag.NewMapStringBool(&o.featureGates), "feature-gates", "feature gates (Name=true,...)")
@@ -167,6 +169,7 @@ func runKubelet(ctx context.Context, o options, flagz flagzReader) error {
 	c.Port = int32(o.port)
 	c.ReadOnlyPort = 0
 	c.TLSCertFile, c.TLSPrivateKeyFile = o.tlsCertFile, o.tlsKeyFile
+	c.ServerTLSBootstrap = o.serverTLSBootstrap
 	c.Authentication.Anonymous.Enabled = false
 	c.Authentication.Webhook.Enabled = true
 	c.Authentication.X509.ClientCAFile = o.clientCAFile

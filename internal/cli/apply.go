@@ -308,7 +308,7 @@ func (r *RenderFlags) bind(fl *pflag.FlagSet) {
 // options reads the bundles file, if any: a missing or invalid one is
 // invalid input (exit 3), named with its line and field.
 func (r *RenderFlags) options() (spec.Options, error) {
-	opts := spec.Options{CAPIAPIVersion: r.CAPIAPIVersion}
+	opts := spec.Options{CAPIAPIVersion: r.CAPIAPIVersion, EKSAMetricsImage: defaultControllerImage()}
 	if r.BundlesOverride == "" {
 		return opts, nil
 	}

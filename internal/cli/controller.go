@@ -70,6 +70,7 @@ type ControllerOptions struct {
 	PrivilegedNamespaces []string
 	KubeRBACProxyImage   string
 	HAProxyImage         string
+	EKSAMetricsImage     string
 	ImagesFromBundles    bool
 	MonitoringNamespaces []string
 	// InsecureKubeconfigSecrets trusts the workload kubeconfig Secrets like
@@ -120,6 +121,7 @@ func policyFlags(fl *pflag.FlagSet, o *ControllerOptions) {
 	fl.StringSliceVar(&o.PrivilegedNamespaces, "privileged-namespace", nil, "a namespace whose MetricsConfigs may use every field (the management cluster, bindAddress, allowInsecure, rollouts, z-pages, User and Group scrapers), besides the management Cluster's; repeatable. Elsewhere a MetricsConfig gets metrics of its own namespace's Clusters only")
 	fl.StringVar(&o.KubeRBACProxyImage, "kube-rbac-proxy-image", "", "the kube-rbac-proxy image of every Cluster (pin a digest); a MetricsConfig cannot choose it (default: from the Bundles with --images-from-bundles, else "+spec.DefaultKubeRBACProxyImage+")")
 	fl.StringVar(&o.HAProxyImage, "haproxy-image", "", "the HAProxy image of every Cluster (pin a digest); a MetricsConfig cannot choose it (default: from the Bundles with --images-from-bundles, else "+spec.DefaultHAProxyImage+")")
+	fl.StringVar(&o.EKSAMetricsImage, "eksa-metrics-image", "", "the image the kubelet serving-certificate approver runs in a workload cluster whose MetricsConfig asks for tls.kubeletServingCertificates (controller manifests sets it to --image, the controller's own)")
 	fl.StringSliceVar(&o.MonitoringNamespaces, "monitoring-namespace", []string{"monitoring"}, "namespaces of the management cluster where the controller may write scrape configuration (a management Cluster's scrapeConfig.namespace must be one); repeatable")
 	fl.BoolVar(&o.ImagesFromBundles, "images-from-bundles", false, "take the proxy images, pinned by digest, from the EKS Anywhere Bundles each Cluster runs (its EKSARelease, or spec.bundlesRef)")
 }
@@ -132,7 +134,7 @@ func (o *ControllerOptions) policy() (controller.Policy, error) {
 		}
 	}
 	p := controller.Policy{PrivilegedNamespaces: o.PrivilegedNamespaces, ImagesFromBundles: o.ImagesFromBundles, MonitoringNamespaces: o.MonitoringNamespaces,
-		Images: metricsv1alpha1.Images{KubeRBACProxy: o.KubeRBACProxyImage, HAProxy: o.HAProxyImage}}
+		Images: metricsv1alpha1.Images{KubeRBACProxy: o.KubeRBACProxyImage, HAProxy: o.HAProxyImage, EKSAMetrics: o.EKSAMetricsImage}}
 	if o.ManagementCluster != "" {
 		ns, name, ok := strings.Cut(o.ManagementCluster, "/")
 		if !ok || ns == "" || name == "" || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
@@ -145,7 +147,7 @@ func (o *ControllerOptions) policy() (controller.Policy, error) {
 			return p, usageErrorf("--privileged-namespace %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
 		}
 	}
-	for flag, img := range map[string]string{"--kube-rbac-proxy-image": o.KubeRBACProxyImage, "--haproxy-image": o.HAProxyImage} {
+	for flag, img := range map[string]string{"--kube-rbac-proxy-image": o.KubeRBACProxyImage, "--haproxy-image": o.HAProxyImage, "--eksa-metrics-image": o.EKSAMetricsImage} {
 		if img == "" {
 			continue
 		}
@@ -353,6 +355,10 @@ policy flags are passed on to the controller's arguments.`,
 					}
 				}
 			})
+			if o.EKSAMetricsImage == "" {
+				// The kubelet approver of a workload cluster runs the controller's own image.
+				opts.Args = append(opts.Args, "--eksa-metrics-image="+image)
+			}
 			out, err := config.BuildWith(opts)
 			if err != nil {
 				return err
@@ -386,7 +392,7 @@ const admissionPolicyGA = 30
 
 // policyFlag names the flags of `controller manifests` that are the
 // controller's own.
-var policyFlag = map[string]bool{"management-cluster": true, "monitoring-namespace": true, "privileged-namespace": true, "kube-rbac-proxy-image": true, "haproxy-image": true, "images-from-bundles": true}
+var policyFlag = map[string]bool{"management-cluster": true, "monitoring-namespace": true, "privileged-namespace": true, "kube-rbac-proxy-image": true, "haproxy-image": true, "eksa-metrics-image": true, "images-from-bundles": true}
 
 // namespace is the controller's own namespace: the Lease's when given, else
 // the pod's, else the default.

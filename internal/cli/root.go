@@ -50,7 +50,7 @@ changes, proxies, least-privilege RBAC and scrape configuration.`,
 	}
 	root.PersistentFlags().IntVarP(&f.Verbosity, "verbosity", "v", 0, "log level: 0 nothing but warnings, 1 decisions (contract, stack, what is skipped), 6 every API request (logs go to stderr)")
 	root.SetFlagErrorFunc(flagError)
-	root.AddCommand(NewCmdGenerate(f, nil), NewCmdApply(f, nil), NewCmdVerify(f, nil), NewCmdValidate(f, nil), NewCmdVersion(f), NewCmdController(f))
+	root.AddCommand(NewCmdGenerate(f, nil), NewCmdApply(f, nil), NewCmdVerify(f, nil), NewCmdValidate(f, nil), NewCmdVersion(f), NewCmdController(f), NewCmdKubeletApprover(f))
 	root.SetHelpCommand(newCmdHelp())
 	// The completion scripts go where the command's output goes: cobra's
 	// completion commands take the writer when they are made.

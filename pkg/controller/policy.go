@@ -49,7 +49,8 @@ type Policy struct {
 	// PrivilegedNamespaces are the namespaces whose MetricsConfigs may use
 	// every field, besides the management Cluster's.
 	PrivilegedNamespaces []string
-	// Images are the proxy images (--kube-rbac-proxy-image, --haproxy-image).
+	// Images are the proxy images (--kube-rbac-proxy-image, --haproxy-image)
+	// and the kubelet approver's (--eksa-metrics-image).
 	Images metricsv1alpha1.Images
 	// MonitoringNamespaces are where, on the management cluster, the
 	// controller may write scrape configuration (it holds Roles there).
@@ -112,6 +113,10 @@ func (p Policy) admit(mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstr
 		errs = append(errs, field.Forbidden(field.NewPath("Cluster", obj.GetName(), "spec", "managementCluster"),
 			fmt.Sprintf("--management-cluster names this Cluster, but it says it is managed by %q: fix the flag", managedBy(obj))))
 	}
+	if on(mc.Spec.TLS.KubeletServingCertificates) && management {
+		errs = append(errs, field.Forbidden(s.Child("tls", "kubeletServingCertificates"),
+			"the controller runs no kubelet approver on the management cluster it runs in (its admission policy lets it create no Deployment and grant no approval there): apply the management cluster's own spec with eksa-metrics apply"))
+	}
 	if !p.Privileged(mc.Namespace) {
 		tenant := func(path *field.Path, what string) {
 			errs = append(errs, field.Forbidden(path, what+" only a MetricsConfig in a privileged namespace may ask for (the management Cluster's namespace, or one the controller names with --privileged-namespace); namespace "+mc.Namespace+" is not one"))
@@ -124,6 +129,9 @@ func (p Policy) admit(mc *metricsv1alpha1.MetricsConfig, obj *unstructured.Unstr
 		}
 		if mc.Spec.AllowInsecure {
 			tenant(s.Child("allowInsecure"), "plain-HTTP endpoints beyond loopback are what")
+		}
+		if on(mc.Spec.TLS.KubeletServingCertificates) {
+			tenant(s.Child("tls", "kubeletServingCertificates"), "an approver of the kubelets' serving certificates (it rolls every node) is what")
 		}
 		if mc.Spec.AllowControlPlaneRollout {
 			tenant(s.Child("allowControlPlaneRollout"), "a control-plane rollout is what")

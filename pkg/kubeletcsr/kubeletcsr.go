@@ -23,16 +23,20 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Reason is the reason of the Approved or Denied condition eksa-metrics
@@ -186,4 +190,57 @@ func decided(csr *certificatesv1.CertificateSigningRequest) bool {
 	return slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
 		return c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied
 	})
+}
+
+// Run approves for as long as ctx lasts: a pass whenever a kubelet-serving
+// request is filed or changes (a watch of that signer's requests only), and
+// every resync period for those left waiting for their Node. Each decision
+// is written to log, one line each.
+func Run(ctx context.Context, client kubernetes.Interface, resync time.Duration, log io.Writer) error {
+	trigger := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case trigger <- struct{}{}:
+		default: // a pass is due already
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
+	}))
+	inf := factory.Certificates().V1().CertificateSigningRequests().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { poke() },
+		UpdateFunc: func(any, any) { poke() },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return ctx.Err()
+	}
+	fmt.Fprintf(log, "approving %s requests of nodes for their own names and addresses\n", certificatesv1.KubeletServingSignerName)
+	tick := time.NewTicker(resync)
+	defer tick.Stop()
+	poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			poke()
+		case <-trigger:
+			res, err := Pass(ctx, client)
+			for _, n := range res.Approved {
+				fmt.Fprintf(log, "approved %s\n", n)
+			}
+			for _, d := range res.Denied {
+				fmt.Fprintf(log, "denied %s\n", d)
+			}
+			if err != nil {
+				// The next event or tick tries again.
+				fmt.Fprintf(log, "error: %v\n", err)
+			}
+		}
+	}
 }

@@ -128,6 +128,7 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 	r.add(Workload, templates.RBAC(cfg)...)
 	r.add(Workload, templates.CertManagerObjects(cfg)...)
 	r.add(Workload, templates.Proxies(cfg)...)
+	r.add(Workload, templates.KubeletApproverObjects(cfg)...)
 	r.add(Workload, templates.Services(cfg)...)
 	r.add(Prometheus, templates.ServiceMonitors(cfg)...)
 	r.add(Prometheus, templates.PrometheusRules(cfg)...)

@@ -52,6 +52,10 @@ type Config struct {
 	// the Issuers and Certificates eksa-metrics renders (tls.certificates:
 	// cert-manager); otherwise apply does.
 	CertManager bool
+	// KubeletServingCertificates: the kubelets serve certificates from the
+	// cluster CA (serverTLSBootstrap, approved by the approver eksa-metrics
+	// runs), and their scrapes verify them (tls.kubeletServingCertificates).
+	KubeletServingCertificates bool
 
 	Stack               metricsv1alpha1.Stack
 	Release             string

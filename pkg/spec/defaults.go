@@ -12,6 +12,9 @@ type Options struct {
 	// Bundles is the EKS Anywhere Bundles manifest (--bundles-override): its
 	// images are used where spec.images names none.
 	Bundles *Bundles
+	// EKSAMetricsImage is the image of this eksa-metrics release, the
+	// default of images.eksaMetrics ("" for a build that is not a release).
+	EKSAMetricsImage string
 }
 
 func boolOr(p *bool, def bool) bool {
@@ -86,6 +89,7 @@ func Default(in *Input, opts Options) *Config {
 	c.ServingCertificates = m.TLS.Certificates == metricsv1alpha1.CertificatesEKSAMetrics || m.TLS.Certificates == metricsv1alpha1.CertificatesCertManager ||
 		m.TLS.Certificates == "" && !Stacks[m.ScrapeConfig.Stack].NoCABundle
 	c.CertManager = m.TLS.Certificates == metricsv1alpha1.CertificatesCertManager
+	c.KubeletServingCertificates = boolOr(m.TLS.KubeletServingCertificates, false)
 	c.TLSMinVersion = m.TLS.MinVersion
 	if c.TLSMinVersion == "" {
 		c.TLSMinVersion = metricsv1alpha1.TLS12
@@ -118,6 +122,9 @@ func Default(in *Input, opts Options) *Config {
 	c.CredentialsFile = sc.Credentials == metricsv1alpha1.CredentialsFile || sc.Credentials == "" && c.TokenServiceAccount == ""
 	c.Images = m.Images
 	c.ImageSources = [2]string{"spec.images", "spec.images"}
+	if c.Images.EKSAMetrics == "" {
+		c.Images.EKSAMetrics = opts.EKSAMetricsImage
+	}
 	var vb VersionsBundle
 	if opts.Bundles != nil {
 		vb, _ = opts.Bundles.For(c.KubeVersion)

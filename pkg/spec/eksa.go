@@ -64,6 +64,9 @@ type ControlPlaneConfiguration struct {
 	// empty); Labels are added to the nodes' own.
 	Taints []corev1.Taint    `json:"taints,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// KubeletConfiguration is the group's KubeletConfiguration (EKS-A
+	// v0.20+), read for serverTLSBootstrap (tls.kubeletServingCertificates).
+	KubeletConfiguration map[string]any `json:"kubeletConfiguration,omitempty"`
 }
 
 // WorkerNodeGroup is the subset of a worker node group used here.
@@ -72,6 +75,8 @@ type WorkerNodeGroup struct {
 	MachineGroupRef Ref               `json:"machineGroupRef,omitempty"`
 	Taints          []corev1.Taint    `json:"taints,omitempty"`
 	Labels          map[string]string `json:"labels,omitempty"`
+	// KubeletConfiguration: as ControlPlaneConfiguration's.
+	KubeletConfiguration map[string]any `json:"kubeletConfiguration,omitempty"`
 }
 
 // ExternalEtcdConfiguration marks an unstacked (etcdadm) etcd.

@@ -13,6 +13,14 @@ import (
 func (f *File) ClusterYAML() ([]byte, error) {
 	lines := bytes.SplitAfter(f.Raw, []byte("\n"))
 	drop := map[int]bool{} // 1-based line numbers
+	eol := "\n"
+	if len(lines) > 0 && bytes.HasSuffix(lines[0], []byte("\r\n")) {
+		eol = "\r\n"
+	}
+	insert, err := f.kubeletInsertions(eol) // before these lines
+	if err != nil {
+		return nil, err
+	}
 	switch f.Form {
 	case FormDocument:
 		d := f.metricsDoc
@@ -38,7 +46,7 @@ func (f *File) ClusterYAML() ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: spec.metrics: cannot remove the metrics section from the JSON document: %w", f.Path, err)
 			}
-			return bytes.Replace(f.Raw, doc, out, 1), nil
+			return bytes.Replace(f.Raw, doc, out, 1), nil // kubeletInsertions refuses JSON
 		}
 		if f.specNode.Style&yaml.FlowStyle != 0 {
 			return nil, fmt.Errorf("%s:%d: spec.metrics: cannot remove the metrics section from a flow-style spec {...}; write Cluster.spec in block style", f.Path, f.metricsKey.Line)
@@ -62,6 +70,7 @@ func (f *File) ClusterYAML() ([]byte, error) {
 	}
 	var out bytes.Buffer
 	for i, l := range lines {
+		out.Write(insert[i+1])
 		if !drop[i+1] {
 			out.Write(l)
 		}

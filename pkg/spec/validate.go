@@ -191,7 +191,10 @@ func Validate(in *Input, c *Config, opts Options) Issues {
 			mErrs = append(mErrs, field.Invalid(root.Child("managementComponents", "exclude").Index(i), ex, "must be a Deployment as namespace/name, e.g. capi-system/capi-controller-manager"))
 		}
 	}
-	for _, img := range []struct{ name, ref string }{{"kubeRBACProxy", m.Images.KubeRBACProxy}, {"haproxy", m.Images.HAProxy}} {
+	if c.KubeletServingCertificates {
+		validateKubeletServing(in, c, root, &mErrs, &cErrs, warn)
+	}
+	for _, img := range []struct{ name, ref string }{{"kubeRBACProxy", m.Images.KubeRBACProxy}, {"haproxy", m.Images.HAProxy}, {"eksaMetrics", m.Images.EKSAMetrics}} {
 		if img.ref == "" {
 			continue
 		}

@@ -67,6 +67,11 @@ func targets(c *spec.Config) []target {
 			// The Service prometheus-operator maintains (--kubelet-service=kube-system/kubelet);
 			// plain Prometheus discovers the nodes instead.
 			t.serviceName, t.selector, t.jobLabel = "kubelet", map[string]string{"k8s-app": "kubelet"}, "k8s-app"
+			if c.KubeletServingCertificates {
+				// Signed by the cluster CA for the node's own addresses,
+				// which are the targets' (no server name).
+				t.insecure = ""
+			}
 		case components.Etcd, components.KubeProxy:
 			if c.Exposure == metricsv1alpha1.ExposureBindAddress {
 				t.scheme, t.insecure = "http", ""
@@ -267,6 +272,9 @@ func monitorCredentials(c *spec.Config, t target) (*monitoringv1.SafeAuthorizati
 		tls.ServerName, tls.CAFile = ptr.To(t.serverName), saCAFile
 	default:
 		tls.ServerName, tls.CA = ptr.To(t.serverName), configMapKey(ClusterCAConfigMap, "ca.crt")
+	}
+	if t.serverName == "" {
+		tls.ServerName = nil // the target's own address
 	}
 	if c.CredentialsFile {
 		if t.insecure != "" {

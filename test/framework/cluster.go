@@ -40,6 +40,12 @@ type ClusterOptions struct {
 	// spec's controlPlaneConfiguration.taints do; nil: kubeadm's
 	// node-role.kubernetes.io/control-plane:NoSchedule.
 	ControlPlaneTaints []string
+	// KubeletServerTLSBootstrap runs the kubelets with serverTLSBootstrap:
+	// true, as tls.kubeletServingCertificates renders into the Cluster's
+	// kubeletConfiguration: each files a kubernetes.io/kubelet-serving
+	// CertificateSigningRequest and serves no certificate until one is
+	// approved (kube-controller-manager signs it with the cluster CA).
+	KubeletServerTLSBootstrap bool
 }
 
 // Node is a node of the cluster: a simulated host running the real kubelet
@@ -282,6 +288,9 @@ func (c *Cluster) StartKubelet(t testing.TB, n *Node, authorizationMode string) 
 	}
 	if c.Options.FeatureGates != "" {
 		args = append(args, "--feature-gates="+c.Options.FeatureGates)
+	}
+	if c.Options.KubeletServerTLSBootstrap {
+		args = append(args, "--server-tls-bootstrap")
 	}
 	args = append(args, "--authorization-mode="+authorizationMode)
 	n.Kubelet = n.Host.Start(t, "kubelet@"+n.Name, c.bin(t, "hollow-node"), args)

@@ -215,6 +215,18 @@ type TLS struct {
 	// +optional
 	// +kubebuilder:validation:Enum=eksa-metrics;cert-manager;none
 	Certificates string `json:"certificates,omitempty"`
+	// KubeletServingCertificates gives every kubelet a serving certificate
+	// from the cluster CA, so that the kubelet scrapes verify it: generate
+	// adds serverTLSBootstrap: true to the Cluster's kubeletConfiguration
+	// (control plane and every worker node group; EKS Anywhere then rolls
+	// every node), and eksa-metrics runs an approver in the cluster that
+	// approves a kubelet's kubernetes.io/kubelet-serving
+	// CertificateSigningRequest only for that node's own names and
+	// addresses. Refused where EKS Anywhere does not apply
+	// kubeletConfiguration (Bottlerocket, Snow, Docker nodes with labels,
+	// EKS Anywhere before v0.20).
+	// +optional
+	KubeletServingCertificates *bool `json:"kubeletServingCertificates,omitempty"`
 }
 
 // Issuers accepted in tls.certificates.
@@ -318,6 +330,11 @@ type Images struct {
 	KubeRBACProxy string `json:"kubeRBACProxy,omitempty"`
 	// +optional
 	HAProxy string `json:"haproxy,omitempty"`
+	// EKSAMetrics is the eksa-metrics image the kubelet serving-certificate
+	// approver runs (tls.kubeletServingCertificates); default: the image of
+	// this eksa-metrics release.
+	// +optional
+	EKSAMetrics string `json:"eksaMetrics,omitempty"`
 }
 
 // MetricsConfigStatus sums up the Clusters the MetricsConfig selects; each

@@ -1,0 +1,86 @@
+package templates
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+)
+
+// KubeletApprover names the Deployment, ServiceAccount, ClusterRole and
+// ClusterRoleBinding of the approver of the kubelets' serving-certificate
+// requests (tls.kubeletServingCertificates).
+const KubeletApprover = Prefix + "-kubelet-serving-approver"
+
+// KubeletApproverCommand is the eksa-metrics command the approver runs.
+const KubeletApproverCommand = "kubelet-approver"
+
+// KubeletApproverRules are all the approver may do: read the requests of
+// the kubelet-serving signer's kind and the Nodes they name, and approve or
+// deny requests for that one signer (the API server checks the approve verb
+// on signers/<signerName> for every approval or denial:
+// plugin/pkg/admission/certificates/approval).
+func KubeletApproverRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"signers"}, ResourceNames: []string{certificatesv1.KubeletServingSignerName}, Verbs: []string{"approve"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get"}},
+	}
+}
+
+// KubeletApproverObjects are the approver that keeps giving every kubelet
+// (every node that joins later, every renewal) its serving certificate:
+// one replica on the control plane, which exists whenever there are
+// requests to approve.
+func KubeletApproverObjects(c *spec.Config) []Object {
+	if !c.KubeletServingCertificates {
+		return nil
+	}
+	sel := map[string]string{NameLabel: KubeletApprover}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(nil)}}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Labels: labels(nil)}, Rules: KubeletApproverRules()}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Labels: labels(nil)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: KubeletApprover},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: KubeletApprover, Namespace: SystemNS}},
+	}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(sel)},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels(sel)},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: KubeletApprover,
+					PriorityClassName:  "system-cluster-critical",
+					// On the control plane, whatever its taints (see Proxies).
+					NodeSelector: map[string]string{spec.ControlPlaneNodeLabel: ""},
+					Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:            "approver",
+						Image:           c.Images.EKSAMetrics,
+						Args:            []string{KubeletApproverCommand},
+						SecurityContext: hardened(65532),
+						Resources:       smallResources(),
+					}},
+				},
+			},
+		},
+	}
+	return []Object{
+		toObject("v1", "ServiceAccount", sa),
+		toObject("rbac.authorization.k8s.io/v1", "ClusterRole", role),
+		toObject("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding),
+		toObject("apps/v1", "Deployment", dep),
+	}
+}
