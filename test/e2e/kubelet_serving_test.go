@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// approverImage stands for the image make image builds: its binary is the
+// one the approver's pod runs here.
+const approverImage = "registry.example.com/eksa-metrics:v0.0.0-e2e"
+
+// TestKubeletServingCertificates: with tls.kubeletServingCertificates, the
+// real kubelets of the hollow nodes run with serverTLSBootstrap (what
+// cluster.yaml gives them), file kubelet-serving requests and serve nothing
+// until one is approved; the rendered approver Deployment, run from the
+// image's binary with its own ServiceAccount, approves each node's own
+// request and denies a node's request for another node's address;
+// kube-controller-manager signs them with the cluster CA; and a real
+// Prometheus scrapes every kubelet with verification on, through the
+// ServiceMonitors and through the plain file.
+func TestKubeletServingCertificates(t *testing.T) {
+	version := versions[len(versions)-1]
+	minor := minorOf(version)
+	text := stackSpec(minor, metricsv1alpha1.ExposureProxy, "    namespace: monitoring\n",
+		"  scrapers:\n  - {kind: ServiceAccount, name: prometheus, namespace: monitoring}\n"+
+			"  components: {kubeAPIServer: {enabled: false}, kubeControllerManager: {enabled: false}, kubeScheduler: {enabled: false}, etcd: {enabled: false}, kubeProxy: {enabled: false}}\n"+
+			"  tls: {kubeletServingCertificates: true}\n"+
+			"  images: {eksaMetrics: "+approverImage+"}\n")
+	r := renderSpec(t, text)
+	if !strings.Contains(string(r.ClusterYAML), "serverTLSBootstrap: true") {
+		t.Fatalf("cluster.yaml does not give the kubelets serverTLSBootstrap:\n%s", r.ClusterYAML)
+	}
+	file := templates.ScrapeConfigFile(r.Config)
+	if strings.Contains(file, "insecure_skip_verify") {
+		t.Fatalf("the kubelet jobs skip verification:\n%s", file)
+	}
+	approverBin := framework.Binary(t, "image/linux-"+runtime.GOARCH+"/eksa-metrics")
+
+	c := framework.StartCluster(t, framework.ClusterOptions{Version: version, ControlPlaneTaints: controlPlaneTaints, Workers: 2, KubeletServerTLSBootstrap: true})
+	ctx := context.Background()
+	caPool := x509.NewCertPool()
+	ca, err := os.ReadFile(c.PKI.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPool.AppendCertsFromPEM(ca)
+
+	// Before the approver: one pending request per node, and no kubelet
+	// completes a TLS handshake (it has no certificate to serve).
+	framework.WaitFor(t, "a pending kubelet-serving request from every node", 60*time.Second, func() (bool, error) {
+		nodes, err := servingRequests(ctx, c.Client, false)
+		return len(nodes) == len(c.Nodes), err
+	})
+	for _, n := range c.Nodes {
+		if _, err := kubeletCertificate(n.Host.IP, caPool); err == nil {
+			t.Fatalf("kubelet@%s served a verified certificate before any request was approved", n.Name)
+		}
+	}
+	// A node asking for another node's address.
+	worker1, worker2 := c.NodeOf(t, "worker-1"), c.NodeOf(t, "worker-2")
+	forged := forgeServingRequest(t, c, worker1.Name, worker2.Host.IP)
+
+	c.StartPrometheusOperator(t) // its CRDs: the ServiceMonitors and rules are applied with the rest
+	apply(t, c.ControlPlane, r)
+	repo, _, _ := strings.Cut(approverImage, ":")
+	pods := c.RunningPods(t, templates.SystemNS, templates.NameLabel+"="+templates.KubeletApprover, 1)
+	if strings.HasPrefix(pods[0].Spec.NodeName, "worker") {
+		t.Errorf("the approver runs on %s, not on the control plane", pods[0].Spec.NodeName)
+	}
+	c.RunPods(t, pods, framework.Images{repo: approverBin})
+
+	framework.WaitFor(t, "every node's request approved and signed", 90*time.Second, func() (bool, error) {
+		nodes, err := servingRequests(ctx, c.Client, true)
+		return len(nodes) == len(c.Nodes), err
+	})
+	framework.WaitFor(t, "the forged request denied", 30*time.Second, func() (bool, error) {
+		csr, err := c.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, forged, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range csr.Status.Conditions {
+			switch {
+			case cond.Type == certificatesv1.CertificateApproved:
+				return false, fmt.Errorf("the forged request was approved")
+			case cond.Type == certificatesv1.CertificateDenied && cond.Reason == kubeletcsr.ReasonDenied && strings.Contains(cond.Message, worker2.Host.IP):
+				t.Logf("forged request %s: Denied: %s", forged, cond.Message)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	for _, n := range c.Nodes {
+		var cert *x509.Certificate
+		framework.WaitFor(t, "kubelet@"+n.Name+" serving a certificate of the cluster CA", 60*time.Second, func() (bool, error) {
+			cert, err = kubeletCertificate(n.Host.IP, caPool)
+			return err == nil, nil
+		})
+		t.Logf("kubelet@%s serves %q (IP SANs %v), verified with the cluster CA", n.Name, cert.Subject.CommonName, cert.IPAddresses)
+	}
+
+	// A real Prometheus, verification on, both forms.
+	sa := r.Config.Scrapers[0]
+	stackIdentity(t, c, sa, kpsClusterRole)
+	prometheusObject(t, c, "monitoring", "kubelet-tls", sa.Name, map[string]any{"serviceMonitorSelector": map[string]any{}, "serviceDiscoveryRole": "EndpointSlice"})
+	cfg := c.OperatorConfig(t, "monitoring", "kubelet-tls", serviceMonitorJobs(r))
+	if strings.Contains(cfg, "insecure_skip_verify: true") {
+		t.Errorf("prometheus-operator's configuration skips verification")
+	}
+	viaOperator := scrapeAndCheck(t, c, worker1, 9093, "kubelet verified (operator)", sa, cfg, c.PrometheusMounts(t, "monitoring", "kubelet-tls", cfg), r)
+	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [eksa-metrics-scrape-configs.yaml]\n"
+	plain := c.PrometheusMounts(t, sa.Namespace, "", "")
+	plain["eksa-metrics-scrape-configs.yaml"] = file
+	viaFile := scrapeAndCheck(t, c, worker1, 9094, "kubelet verified (plain file)", sa, main, plain, r)
+	t.Logf("%s; %s", viaOperator, viaFile)
+}
+
+// servingRequests are the nodes whose kubelet-serving requests are pending
+// (signed false) or approved and signed (signed true).
+func servingRequests(ctx context.Context, client kubernetes.Interface, signed bool) ([]string, error) {
+	list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()})
+	if err != nil {
+		return nil, err
+	}
+	var nodes []string
+	for _, csr := range list.Items {
+		node := kubeletcsr.NodeOf(&csr)
+		approved := slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+			return c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue
+		})
+		decided := approved || slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool { return c.Type == certificatesv1.CertificateDenied })
+		ok := !decided
+		if signed {
+			ok = approved && len(csr.Status.Certificate) > 0
+		}
+		if node != "" && ok && !slices.Contains(nodes, node) {
+			nodes = append(nodes, node)
+		}
+	}
+	return nodes, nil
+}
+
+// kubeletCertificate is the certificate the kubelet at ip serves, verified
+// with the cluster CA for its address.
+func kubeletCertificate(ip string, roots *x509.CertPool) (*x509.Certificate, error) {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", net.JoinHostPort(ip, "10250"), &tls.Config{RootCAs: roots, ServerName: ip, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// forgeServingRequest files, as node's kubelet, a serving request that
+// names address, which is not the node's.
+func forgeServingRequest(t *testing.T, c *framework.Cluster, node, address string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject:     pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		IPAddresses: []net.IP{net.ParseIP(address)},
+	}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig(t, "forger-"+node, "system:node:"+node, "system:nodes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(context.Background(), &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-serving-"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: certificatesv1.KubeletServingSignerName,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("filing a serving request as %s: %v", node, err)
+	}
+	return csr.Name
+}
