@@ -18,6 +18,8 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
 )
 
 // PlanMarkdown says, for a person, what applying the result changes and what
@@ -67,6 +69,10 @@ func (r *Result) PlanMarkdown() string {
 	} else if len(names) > 0 {
 		fmt.Fprintf(&b, "- Serving certificates (`tls.certificates: eksa-metrics`): `eksa-metrics apply` makes Secret %s/%s (the CA), Secrets %s and the CA bundle ConfigMap %s where the scrapers read it, before the objects. They are never rendered (no private key in any file), live %d days and are renewed only by a later `eksa-metrics apply` or the controller, once two thirds of their life have passed: with `kubectl apply -k`, Flux or Argo CD, run `eksa-metrics apply` first and then on a schedule (monthly is enough), run the controller, or set `tls.certificates: cert-manager`.\n",
 			templates.SystemNS, templates.ServingCA, strings.Join(names, ", "), templates.ServingCA, int(certs.ServingLifetime.Hours()/24))
+	}
+	if c.KubeletServingCertificates {
+		fmt.Fprintf(&b, "- Kubelets (`tls.kubeletServingCertificates`): cluster.yaml sets `serverTLSBootstrap: true` in the kubeletConfiguration of every node group that lacks it, so `eksctl anywhere upgrade cluster -f cluster.yaml` replaces their machines. Apply this plan first: Deployment %s/%s approves each kubelet's `kubernetes.io/kubelet-serving` CertificateSigningRequest when it names only that node's own names and addresses (reason %s; it denies the others, reason %s), and kube-controller-manager signs it with the cluster CA. Until a node is replaced its kubelet serves a self-signed certificate and its scrapes fail verification (`x509: certificate signed by unknown authority`). A kubelet with `serverTLSBootstrap` whose request nobody approves serves no certificate at all, so `kubectl logs` and `exec` fail on its node too: keep the approver running for as long as the kubelets have the setting. To turn the option off, upgrade the cluster with the cluster.yaml generated without it before `eksa-metrics apply` removes the approver.\n",
+			templates.SystemNS, templates.KubeletApprover, kubeletcsr.ReasonApproved, kubeletcsr.ReasonDenied)
 	}
 	if r.KubeProxyEdit == nil {
 		b.WriteString("- kube-proxy: not edited. Where an earlier spec had eksa-metrics set its `metricsBindAddress` (bindAddress mode with allowInsecure), `eksa-metrics apply` gives back the value it replaced (recorded on ConfigMap kube-system/kube-proxy) and DaemonSet kube-system/kube-proxy restarts.\n")

@@ -114,7 +114,28 @@ func Transition(old, cur *Result) []Change {
 	if ch, ok := kubeProxyChange(old, cur); ok {
 		out = append(out, ch)
 	}
+	if ch, ok := kubeletChange(old, cur); ok {
+		out = append(out, ch)
+	}
 	return out
+}
+
+// kubeletChange: tls.kubeletServingCertificates turned on or off changes
+// the Cluster's kubeletConfiguration in cluster.yaml, which EKS Anywhere
+// (not apply) rolls out by replacing every machine.
+func kubeletChange(old, cur *Result) (Change, bool) {
+	b, a := old.Config.KubeletServingCertificates, cur.Config.KubeletServingCertificates
+	ch := Change{Destination: Management, Kind: "Cluster", Name: cur.Config.ClusterName, Action: ActionEdit,
+		Restarts: "every machine is replaced when eksctl anywhere upgrade cluster -f cluster.yaml applies it"}
+	switch {
+	case a == b:
+		return ch, false
+	case a:
+		ch.Reason = "cluster.yaml: serverTLSBootstrap: true in every node group's kubeletConfiguration; apply first, so that the approver " + templates.KubeletApprover + " runs before the new kubelets ask for their certificates"
+	default:
+		ch.Reason = "cluster.yaml: serverTLSBootstrap no longer added to the kubeletConfiguration; upgrade the cluster with it before this apply removes the approver " + templates.KubeletApprover + ", which the kubelets that still have the setting need for their certificates"
+	}
+	return ch, true
 }
 
 func objectIndex(r *Result) map[string]Object {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // ForbiddenGrant reports why a Role or ClusterRole rule (as rendered: plain
@@ -42,7 +43,8 @@ func ForbiddenGrant(rule map[string]any) string {
 
 // allowedRoles are the roles a rendered binding may grant: eksa-metrics'
 // own, and the bootstrap role that lets a proxy review tokens and access.
-var allowedRoles = map[string]bool{"eksa-metrics-reader": true, "eksa-metrics-zpages-reader": true, "eksa-metrics-discovery": true, "system:auth-delegator": true}
+var allowedRoles = map[string]bool{templates.ReaderRole: true, templates.ZPageReaderRole: true, templates.DiscoveryRole: true, templates.AuthDelegator: true,
+	templates.KubeletApprover: true}
 
 // ForbiddenBinding says why a rendered ClusterRoleBinding or RoleBinding
 // (plain maps) grants too widely: a subject that stands for everybody
@@ -56,11 +58,17 @@ func ForbiddenBinding(binding map[string]any) []string {
 		}
 	}
 	subjects, _ := binding["subjects"].([]any)
+	ref, _ := binding["roleRef"].(map[string]any)
 	for _, s := range subjects {
 		m, _ := s.(map[string]any)
 		name, _ := m["name"].(string)
 		if who := spec.Everyone(name); who != "" {
 			out = append(out, "binds "+name+", which is "+who)
+		}
+		// The approver's role (it approves kubelet-serving requests) goes
+		// to the approver's own ServiceAccount only.
+		if ref["name"] == templates.KubeletApprover && (m["kind"] != "ServiceAccount" || name != templates.KubeletApprover || m["namespace"] != templates.SystemNS) {
+			out = append(out, "grants the kubelet approver's role to "+name+", not to ServiceAccount "+templates.SystemNS+"/"+templates.KubeletApprover)
 		}
 	}
 	return out

@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 func asList(v any) []any { l, _ := v.([]any); return l }
@@ -71,4 +73,25 @@ func TestGoldenRolesAreLeastPrivilege(t *testing.T) {
 		t.Fatal("no roles found in the golden files")
 	}
 	t.Logf("checked %d roles in %d golden files", roles, len(files))
+}
+
+// The kubelet approver's role is allowed only for the approver's own
+// ServiceAccount; a role eksa-metrics never renders is refused.
+func TestForbiddenBindingOfTheApproverRole(t *testing.T) {
+	binding := func(role, kind, ns, name string) map[string]any {
+		return map[string]any{"roleRef": map[string]any{"name": role},
+			"subjects": []any{map[string]any{"kind": kind, "namespace": ns, "name": name}}}
+	}
+	if got := ForbiddenBinding(binding(templates.KubeletApprover, "ServiceAccount", templates.SystemNS, templates.KubeletApprover)); len(got) != 0 {
+		t.Errorf("the rendered approver binding is refused: %v", got)
+	}
+	for _, b := range []map[string]any{
+		binding(templates.KubeletApprover, "ServiceAccount", "monitoring", "prometheus"),
+		binding(templates.KubeletApprover, "Group", "", templates.KubeletApprover),
+		binding("cluster-admin", "ServiceAccount", templates.SystemNS, templates.KubeletApprover),
+	} {
+		if got := ForbiddenBinding(b); len(got) == 0 || !strings.Contains(strings.Join(got, ";"), "grants") {
+			t.Errorf("%v: allowed", b)
+		}
+	}
 }

@@ -154,7 +154,9 @@ func servingRequests(ctx context.Context, client kubernetes.Interface, signed bo
 		approved := slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
 			return c.Type == certificatesv1.CertificateApproved && c.Status == corev1.ConditionTrue
 		})
-		decided := approved || slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool { return c.Type == certificatesv1.CertificateDenied })
+		decided := approved || slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
+			return c.Type == certificatesv1.CertificateDenied
+		})
 		ok := !decided
 		if signed {
 			ok = approved && len(csr.Status.Certificate) > 0
