@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -145,13 +146,13 @@ func check(ctx context.Context, t Target, opts Options) Result {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 		if t.VerifyWithClusterCA {
 			if opts.ClusterCA == nil {
-				fail("the kubeconfig names no cluster CA, so the API server's certificate cannot be verified; no token was sent")
+				fail("the kubeconfig names no cluster CA, so the %s certificate cannot be verified; no token was sent", whose(t))
 				return r
 			}
 			cfg.RootCAs = opts.ClusterCA
 			cfg.ServerName = u.Hostname()
 			if r.TLS != "cluster CA" {
-				fail("the API server's certificate does not chain to the cluster CA (%s); no token was sent", r.TLS)
+				fail("the %s certificate does not chain to the cluster CA (%s); no token was sent%s", whose(t), r.TLS, kubeletHint(t))
 				return r
 			}
 		} else if t.ServingName != "" {
@@ -374,6 +375,23 @@ func countSamples(body string) (int, error) {
 		n += len(f.GetMetric())
 	}
 	return n, nil
+}
+
+// whose names the certificate a target verifies with the cluster CA.
+func whose(t Target) string {
+	if t.Component == components.Kubelet {
+		return "kubelet's"
+	}
+	return "API server's"
+}
+
+// kubeletHint says why a kubelet may still serve a certificate of its own
+// with tls.kubeletServingCertificates.
+func kubeletHint(t Target) string {
+	if t.Component != components.Kubelet {
+		return ""
+	}
+	return ": until EKS Anywhere replaces the node with serverTLSBootstrap: true (eksctl anywhere upgrade cluster -f cluster.yaml) its kubelet serves a self-signed certificate; if it has the setting, check that Deployment " + templates.SystemNS + "/" + templates.KubeletApprover + " runs and that kubectl get csr shows its request approved"
 }
 
 // classifyTLS says whether a certificate chain chains to the cluster CA, is

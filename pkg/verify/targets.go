@@ -45,7 +45,8 @@ type Target struct {
 	// a token.
 	Plain bool
 	// VerifyWithClusterCA: the certificate must chain to the cluster CA (the
-	// API server) before any token is sent.
+	// API server; the kubelets with tls.kubeletServingCertificates) before
+	// any token is sent.
 	VerifyWithClusterCA bool
 	// ServingName: the certificate must be eksa-metrics' for this name
 	// (Options.ServingCA), as Prometheus verifies it, before any token is sent.
@@ -88,6 +89,8 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 			if templates.ServesCertificate(c, comp) {
 				t.ServingName = templates.ServingName(comp.ID)
 			}
+			// A kubelet-serving certificate names the node's addresses.
+			t.VerifyWithClusterCA = comp.ID == components.Kubelet && c.KubeletServingCertificates
 			out = append(out, t)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -138,6 +139,23 @@ func TestKubeletServingCertificates(t *testing.T) {
 	plain["eksa-metrics-scrape-configs.yaml"] = file
 	viaFile := scrapeAndCheck(t, c, worker1, 9094, "kubelet verified (plain file)", sa, main, plain, r)
 	t.Logf("%s; %s", viaOperator, viaFile)
+
+	// eksa-metrics verify: each kubelet's certificate chains to the
+	// cluster CA for its address before the token is sent.
+	specPath := filepath.Join(t.TempDir(), "kubelet-tls.yaml")
+	writeFile(t, specPath, text)
+	vr := verifier{t: t, kubeconfig: c.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"), spec: specPath}
+	v := vr.until("every kubelet row passing", func(v verifyRun) bool { return v.code == 0 })
+	rows := v.rows("kubelet")
+	if len(rows) != len(c.Nodes) {
+		t.Fatalf("%d kubelet rows, want %d", len(rows), len(c.Nodes))
+	}
+	for _, row := range rows {
+		if !row.Pass() || row.TLS != "cluster CA" {
+			t.Errorf("verify %s: pass=%t tls=%q %v", row.Target, row.Pass(), row.TLS, row.Problems)
+		}
+	}
+	t.Logf("verify: %d kubelet rows pass with TLS %q", len(rows), rows[0].TLS)
 }
 
 // servingRequests are the nodes whose kubelet-serving requests are pending
