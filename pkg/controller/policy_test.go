@@ -61,6 +61,9 @@ func TestAdmit(t *testing.T) {
 			s.Scrapers = []metricsv1alpha1.Scraper{{Kind: metricsv1alpha1.ScraperServiceAccount, Name: "default", Namespace: "eksa-system"}}
 		}), eksaCluster("team-a", "prod", "mgmt"), "spec.scrapers[0].namespace"},
 		{"a tenant's scrape configuration in kube-system", mc("team-a", func(s *metricsv1alpha1.MetricsConfigSpec) { s.ScrapeConfig.Namespace = "kube-system" }), eksaCluster("team-a", "prod", "mgmt"), "spec.scrapeConfig.namespace"},
+		{"a tenant's kubelet approver", mc("team-a", func(s *metricsv1alpha1.MetricsConfigSpec) { s.TLS.KubeletServingCertificates = ptr.To(true) }), eksaCluster("team-a", "prod", "mgmt"), "spec.tls.kubeletServingCertificates"},
+		{"a kubelet approver on the controller's own management cluster", mc("default", func(s *metricsv1alpha1.MetricsConfigSpec) { s.TLS.KubeletServingCertificates = ptr.To(true) }), eksaCluster("default", "mgmt", "mgmt"), "eksa-metrics apply"},
+		{"a privileged namespace's kubelet approver", mc("platform", func(s *metricsv1alpha1.MetricsConfigSpec) { s.TLS.KubeletServingCertificates = ptr.To(true) }), eksaCluster("platform", "prod", "mgmt"), ""},
 		{"a privileged namespace's bindAddress", mc("platform", func(s *metricsv1alpha1.MetricsConfigSpec) { s.Exposure = metricsv1alpha1.ExposureBindAddress }), eksaCluster("platform", "prod", "mgmt"), ""},
 	} {
 		err := p.admit(tc.mc, tc.cluster)

@@ -1,0 +1,62 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+)
+
+// With tls.kubeletServingCertificates the controller runs the kubelet
+// approver in a workload cluster, from its own image (--eksa-metrics-image),
+// once the Cluster's kubeletConfiguration has serverTLSBootstrap: true,
+// which the controller never writes: before that, the Cluster's condition
+// says what to set. A tenant may not ask for it.
+func TestControllerRunsTheKubeletApprover(t *testing.T) {
+	ctx := context.Background()
+	const image = "registry.example.com/eksa-metrics:v0.0.0-it"
+	f := newFleet(t, "w1")
+	f.startControllerWith(t, &counter{reqs: map[string]int{}}, func(o *cli.ControllerOptions) { o.EKSAMetricsImage = image })
+	f.putMetricsConfig(t, "default", "kubelets", map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": "w1"},
+		"scrapers": []any{map[string]any{"kind": "Group", "name": "metrics-readers"}},
+		"tls":      map[string]any{"kubeletServingCertificates": true}})
+	f.clusterCondition(t, "default", "kubelets", "w1", "Rendered", "Invalid", "set serverTLSBootstrap: true in the Cluster's kubeletConfiguration")
+	if _, err := f.workloads["w1"].Client.AppsV1().Deployments(templates.SystemNS).Get(ctx, templates.KubeletApprover, metav1.GetOptions{}); err == nil {
+		t.Fatal("the approver runs although the kubelets would never ask it for anything")
+	}
+
+	patch := []byte(`{"spec":{"controlPlaneConfiguration":{"kubeletConfiguration":{"kind":"KubeletConfiguration","serverTLSBootstrap":true}}}}`)
+	if _, err := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default").Patch(ctx, "w1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the approver in w1, from the controller's image, with its role", func() error {
+		w := f.workloads["w1"].Client
+		d, err := w.AppsV1().Deployments(templates.SystemNS).Get(ctx, templates.KubeletApprover, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
+			return fmt.Errorf("image %s, want %s", got, image)
+		}
+		role, err := w.RbacV1().ClusterRoles().Get(ctx, templates.KubeletApprover, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(role.Rules) != len(templates.KubeletApproverRules()) {
+			return fmt.Errorf("role %v", role.Rules)
+		}
+		return nil
+	})
+
+	// A tenant's MetricsConfig may not have it.
+	f.eksaCluster(t, "team-a", "t1", "mgmt", nil)
+	f.putMetricsConfig(t, "team-a", "tenant", map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": "t1"},
+		"scrapers": []any{map[string]any{"kind": "ServiceAccount", "name": "prometheus", "namespace": "monitoring"}},
+		"tls":      map[string]any{"kubeletServingCertificates": true}})
+	f.clusterCondition(t, "team-a", "tenant", "t1", "Rendered", "NotAllowed", "spec.tls.kubeletServingCertificates")
+}
