@@ -32,6 +32,7 @@ var prunable = []schema.GroupVersionKind{
 	{Version: "v1", Kind: "Secret"},
 	{Version: "v1", Kind: "Service"},
 	{Group: "apps", Version: "v1", Kind: "DaemonSet"},
+	{Group: "apps", Version: "v1", Kind: "Deployment"},
 	{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"},
 	{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"},
 	{Group: "packages.eks.amazonaws.com", Version: "v1alpha1", Kind: "Package"},
@@ -41,6 +42,11 @@ var prunable = []schema.GroupVersionKind{
 	// prunes them from a cluster that still has them.
 	{Group: "cert-manager.io", Version: "v1", Kind: "ClusterIssuer"},
 }
+
+// createdWhole names, for a kind whose objects of other names eksa-metrics
+// only edits (the management controllers' Deployments, applied by its
+// field manager too), the ones it creates whole: only these are pruned.
+var createdWhole = map[string][]string{"Deployment": {templates.KubeletApprover}}
 
 // pruneSteps finds, in one cluster, the objects of the inventory of a cluster
 // name (labelled managed-by eksa-metrics and with the cluster's name, and
@@ -76,6 +82,9 @@ func (c *Cluster) pruneSteps(ctx context.Context, clusterName string, keep map[s
 			key := inventoryKey(gvk.Kind, live.GetNamespace(), live.GetName())
 			// What the watches give is only what eksa-metrics applied.
 			if keep[key] || !fromWatches && !ownsByApply(live) {
+				continue
+			}
+			if names, ok := createdWhole[gvk.Kind]; ok && !slices.Contains(names, live.GetName()) {
 				continue
 			}
 			obj := map[string]any{"apiVersion": live.GetAPIVersion(), "kind": live.GetKind(),

@@ -47,12 +47,18 @@ type Change struct {
 	Restarts string `json:"restarts,omitempty"`
 	// IfInstalled: a management Deployment, edited only where installed.
 	IfInstalled bool `json:"ifInstalled,omitempty"`
+	// By names who makes a change that apply does not make (the Cluster's
+	// kubeletConfiguration in cluster.yaml, which EKS Anywhere rolls out).
+	By string `json:"by,omitempty"`
 }
 
 // String is the change for a person: "update KubeadmControlPlane
 // eksa-system/prod (management cluster): ...".
 func (c Change) String() string {
 	s := fmt.Sprintf("%s %s (%s): %s", c.Action, templates.ObjectName(c.Kind, c.Namespace, c.Name), destinationNote(c.Destination), c.Reason)
+	if c.By != "" {
+		s = fmt.Sprintf("%s %s (%s, by %s, not apply): %s", c.Action, templates.ObjectName(c.Kind, c.Namespace, c.Name), destinationNote(c.Destination), c.By, c.Reason)
+	}
 	if c.RollsControlPlane {
 		s += "; every control-plane machine is replaced"
 	}
@@ -126,7 +132,7 @@ func Transition(old, cur *Result) []Change {
 func kubeletChange(old, cur *Result) (Change, bool) {
 	b, a := old.Config.KubeletServingCertificates, cur.Config.KubeletServingCertificates
 	ch := Change{Destination: Management, Kind: "Cluster", Name: cur.Config.ClusterName, Action: ActionEdit,
-		Restarts: "every machine is replaced when eksctl anywhere upgrade cluster -f cluster.yaml applies it"}
+		By: "eksctl anywhere upgrade cluster -f cluster.yaml", Restarts: "EKS Anywhere replaces every machine"}
 	switch {
 	case a == b:
 		return ch, false

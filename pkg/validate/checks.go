@@ -312,7 +312,7 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 			rolls = append(rolls, templates.ObjectName(ch.Kind, ch.Namespace, ch.Name))
 		}
 		switch {
-		case ch.Restarts == "" || ch.Action == render.ActionCreate:
+		case ch.Restarts == "" || ch.Action == render.ActionCreate || ch.By != "":
 		case ch.Kind == "ConfigMap": // kube-proxy's configuration
 			restarts = append(restarts, templates.ObjectName("DaemonSet", ch.Namespace, ch.Name))
 		default:

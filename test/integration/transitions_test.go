@@ -64,6 +64,7 @@ var transitionVariants = []variant{
 	{"Kubernetes 1.34", transitionBase, "1.34"},
 	{"Kubernetes 1.34 with z-pages", transitionBase + "  zPages: {statusz: true, flagz: true}\n", "1.34"},
 	{"no ServiceMonitors", transitionBase + "  scrapeConfig: {serviceMonitors: false}\n", ""},
+	{"kubelet serving certificates", transitionBase + "  tls: {kubeletServingCertificates: true}\n  images: {eksaMetrics: registry.example.com/eksa-metrics:v0.0.0-it}\n", ""},
 	{"management component excluded", transitionBase + "  managementComponents: {exclude: [capi-system/capi-controller-manager, eksa-packages/eks-anywhere-packages]}\n", ""},
 }
 
@@ -328,6 +329,9 @@ func predicted(t *testing.T, from, to string) (writes map[string]bool, rolls boo
 	}
 	writes = map[string]bool{}
 	for _, ch := range r.Changes {
+		if ch.By != "" {
+			continue // not apply's (the Cluster's kubeletConfiguration, in cluster.yaml)
+		}
 		verb := "write"
 		if ch.Action == render.ActionDelete {
 			verb = "delete"
