@@ -57,6 +57,15 @@ type Options struct {
 	// there is off unless the API server enables it), and would refuse
 	// the whole stream. The controller's writes are then held by RBAC only.
 	WithoutAdmissionPolicy bool
+	// MetricsCertificates says who issues the certificate of the
+	// controller's own metrics endpoint: cert-manager (the default; every
+	// EKS Anywhere management cluster runs it) or none (controller-runtime's
+	// self-signed certificate).
+	MetricsCertificates string
+	// ServiceMonitor adds a ServiceMonitor of the controller's metrics,
+	// with ServiceMonitorLabels (what a Prometheus selects).
+	ServiceMonitor       bool
+	ServiceMonitorLabels map[string]string
 }
 
 // Build renders the base with an image and a namespace, as YAML.
@@ -90,10 +99,13 @@ func BuildWith(o Options) ([]byte, error) {
 	case tag != "":
 		overlay += fmt.Sprintf("  newTag: %q\n", tag)
 	}
-	if len(o.Args) > 0 {
+	if len(o.Args) > 0 || o.MetricsCertificates != CertificatesNone {
 		overlay += "patches:\n- target: {kind: Deployment, name: " + ControllerName + "}\n  patch: |\n"
 		for _, a := range o.Args {
 			overlay += fmt.Sprintf("    - {op: add, path: /spec/template/spec/containers/0/args/-, value: %q}\n", a)
+		}
+		if o.MetricsCertificates != CertificatesNone {
+			overlay += metricsCertificatePatch()
 		}
 	}
 	if err := mem.WriteFile("/overlay/kustomization.yaml", []byte(overlay)); err != nil {
@@ -110,7 +122,7 @@ func BuildWith(o Options) ([]byte, error) {
 	if out, err = addShards(out, o.Shards); err != nil {
 		return nil, err
 	}
-	rbac, err := toYAML(rbacObjects(o))
+	rbac, err := toYAML(append(rbacObjects(o), metricsObjects(o)...))
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,16 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 )
 
 // Each shard is a Deployment of its own: its name, its pods labelled with
@@ -93,4 +97,34 @@ func deploymentsOf(t *testing.T, out []byte) map[string]appsv1.Deployment {
 		}
 	}
 	return deployments
+}
+
+// docs/controller.md shows the plain job for the controller's metrics as
+// MetricsScrapeJob renders it.
+func TestDocsShowTheControllerScrapeJob(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "docs", "controller.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := MetricsScrapeJob(DefaultNamespace, "/etc/prometheus/eksa-metrics-controller/ca.crt"); !strings.Contains(string(doc), job) {
+		t.Errorf("docs/controller.md lacks the job:\n%s", job)
+	}
+}
+
+// By default the Deployment mounts the metrics certificate where
+// controller-runtime reads it; with none, nothing is added.
+func TestMetricsCertificateMount(t *testing.T) {
+	for _, tc := range []struct {
+		certs string
+		want  bool
+	}{{"", true}, {CertificatesCertManager, true}, {CertificatesNone, false}} {
+		out, err := BuildWith(Options{Image: ImageRepository + ":v0.1.0", MetricsCertificates: tc.certs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(string(out), "mountPath: "+MetricsCertDir) && strings.Contains(string(out), "kind: Certificate")
+		if got != tc.want {
+			t.Errorf("--metrics-certificates %q: mount and Certificate %t, want %t", tc.certs, got, tc.want)
+		}
+	}
 }

@@ -249,9 +249,12 @@ func mergeRules(in []rbacv1.PolicyRule) []rbacv1.PolicyRule {
 func toYAML(objs []any) ([]byte, error) {
 	var out []byte
 	for _, o := range objs {
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			return nil, err
+		u, ok := o.(map[string]any) // already unstructured
+		if !ok {
+			var err error
+			if u, err = runtime.DefaultUnstructuredConverter.ToUnstructured(o); err != nil {
+				return nil, err
+			}
 		}
 		delete(u, "status")
 		if md, ok := u["metadata"].(map[string]any); ok {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -290,8 +291,10 @@ func ctrlConfig(workers int) ctrlconfig.Controller {
 }
 
 func newCmdControllerManifests(f *Factory) *cobra.Command {
-	var image, namespace, kubeVersion string
+	var image, namespace, kubeVersion, metricsCertificates string
 	var shards, imagePrefixes []string
+	var serviceMonitor bool
+	var serviceMonitorLabels map[string]string
 	o := &ControllerOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests",
@@ -343,7 +346,19 @@ policy flags are passed on to the controller's arguments.`,
 				}
 				withoutPolicy = kv.Minor < admissionPolicyGA
 			}
-			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards, ImagePrefixes: imagePrefixes, WithoutAdmissionPolicy: withoutPolicy}
+			if !slices.Contains(config.MetricsCertificatesValues, metricsCertificates) {
+				return usageErrorf("--metrics-certificates %q: want %s", metricsCertificates, strings.Join(config.MetricsCertificatesValues, " or "))
+			}
+			for k, v := range serviceMonitorLabels {
+				if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+					return usageErrorf("--service-monitor-label %s=%s: %s", k, v, strings.Join(errs, "; "))
+				}
+			}
+			if len(serviceMonitorLabels) > 0 && !serviceMonitor {
+				return usageErrorf("--service-monitor-label goes with --service-monitor")
+			}
+			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards, ImagePrefixes: imagePrefixes, WithoutAdmissionPolicy: withoutPolicy,
+				MetricsCertificates: metricsCertificates, ServiceMonitor: serviceMonitor, ServiceMonitorLabels: serviceMonitorLabels}
 			cmd.Flags().Visit(func(fl *pflag.Flag) {
 				if policyFlag[fl.Name] {
 					if sv, ok := fl.Value.(pflag.SliceValue); ok {
@@ -381,6 +396,9 @@ policy flags are passed on to the controller's arguments.`,
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
 	cmd.Flags().StringVar(&kubeVersion, "kubernetes-version", "", "the management cluster's Kubernetes version; below 1.30 the admission policy, which such an API server does not serve, is left out (with a warning)")
 	cmd.Flags().StringSliceVar(&shards, "shard", nil, "add a Deployment eksa-metrics-controller-<shard> that keeps the Clusters labelled "+controller.ShardLabel+"=<shard>, with its own Lease; repeatable (the first Deployment keeps the Clusters without the label)")
+	cmd.Flags().StringVar(&metricsCertificates, "metrics-certificates", config.CertificatesCertManager, "who issues the certificate of the controller's own metrics endpoint: cert-manager (an Issuer, a CA and a Certificate in the controller's namespace; every EKS Anywhere management cluster runs cert-manager) or none (a self-signed certificate, which scrapes cannot verify)")
+	cmd.Flags().BoolVar(&serviceMonitor, "service-monitor", false, "add a ServiceMonitor of the controller's metrics (prometheus-operator's CRDs must be installed), verifying its certificate with the CA cert-manager issued")
+	cmd.Flags().StringToStringVar(&serviceMonitorLabels, "service-monitor-label", nil, "a label of the ServiceMonitor, such as release=kps for kube-prometheus-stack's default serviceMonitorSelector; repeatable")
 	cmd.Flags().StringSliceVar(&imagePrefixes, "allowed-image-prefix", nil, "a registry or repository prefix (e.g. registry.example.com/mirror/) the admission policy lets the controller run proxies and sidecars from, beyond "+strings.Join(config.DefaultImagePrefixes, ", ")+"; repeatable")
 	policyFlags(cmd.Flags(), o)
 	return cmd

@@ -55,6 +55,9 @@ func newFleet(t testing.TB, names ...string) *fleet {
 	// The Cluster API Cluster, whose EKS-A labels say which EKS-A Cluster
 	// the eksa-system objects of a name belong to.
 	f.mgmt.InstallCRDDir(t, "cluster-api-core")
+	// cert-manager's, which every EKS-A management cluster has: the
+	// manifests issue the controller's metrics certificate with it.
+	f.mgmt.InstallCRDDir(t, "cert-manager")
 	// The CRD, namespace and RBAC exactly as the manifests command prints
 	// them (the Deployment does not run here: the controller runs in the test).
 	raw, err := config.Build(config.ImageRepository+":v0.1.0", config.DefaultNamespace)
