@@ -139,15 +139,28 @@ type Result struct {
 }
 
 // Pass decides every pending kubelet-serving request once: approves those
-// that pass Check, denies the others (a denied request is final; the
-// kubelet files a new one), and leaves pending those whose node does not
-// exist yet. Requests of other signers are never read.
+// that pass Check and name nothing another Node reports too, denies the
+// others (a denied request is final; the kubelet files a new one), and
+// leaves pending those whose node does not exist yet. Requests of other
+// signers are never read.
 func Pass(ctx context.Context, client kubernetes.Interface) (Result, error) {
 	var res Result
 	list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()})
 	if err != nil {
 		return res, fmt.Errorf("listing the %s CertificateSigningRequests: %w", certificatesv1.KubeletServingSignerName, err)
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return res, fmt.Errorf("listing the Nodes: %w", err)
+	}
+	byName, owners := map[string]*corev1.Node{}, map[string][]string{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		byName[n.Name] = n
+		for _, a := range names(n) {
+			owners[a] = append(owners[a], n.Name)
+		}
 	}
 	for i := range list.Items {
 		csr := &list.Items[i]
@@ -156,18 +169,18 @@ func Pass(ctx context.Context, client kubernetes.Interface) (Result, error) {
 		}
 		var node *corev1.Node
 		if name := NodeOf(csr); name != "" {
-			node, err = client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
+			if node = byName[name]; node == nil {
 				res.Waiting = append(res.Waiting, csr.Name)
 				continue
-			}
-			if err != nil {
-				return res, fmt.Errorf("reading Node %s for CertificateSigningRequest %s: %w", name, csr.Name, err)
 			}
 		}
 		cond := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: ReasonApproved,
 			Message: "eksa-metrics: the node's own serving certificate, for its own names and addresses"}
-		if why := Check(csr, node); why != nil {
+		why := Check(csr, node)
+		if why == nil {
+			why = claimedByOthers(csr, node.Name, owners)
+		}
+		if why != nil {
 			cond.Type, cond.Reason, cond.Message = certificatesv1.CertificateDenied, ReasonDenied, "eksa-metrics: "+why.Error()
 		}
 		csr.Status.Conditions = append(csr.Status.Conditions, cond)
@@ -184,6 +197,47 @@ func Pass(ctx context.Context, client kubernetes.Interface) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// names are the names and addresses a Node reports, normalised as Check
+// compares them.
+func names(n *corev1.Node) []string {
+	out := []string{strings.ToLower(n.Name)}
+	for _, a := range n.Status.Addresses {
+		if ip := net.ParseIP(a.Address); ip != nil {
+			out = append(out, ip.String())
+		} else {
+			out = append(out, strings.ToLower(strings.TrimSuffix(a.Address, ".")))
+		}
+	}
+	return out
+}
+
+// claimedByOthers refuses a name or address that another Node reports too:
+// a Node's addresses are its kubelet's own report, so a node could claim
+// another's address in its status; such a request is denied rather than
+// given a certificate that would pass for the other node's.
+func claimedByOthers(csr *certificatesv1.CertificateSigningRequest, node string, owners map[string][]string) error {
+	block, _ := pem.Decode(csr.Spec.Request)
+	req, err := x509.ParseCertificateRequest(block.Bytes) // Check parsed it already
+	if err != nil {
+		return err
+	}
+	asked := []string{}
+	for _, d := range req.DNSNames {
+		asked = append(asked, strings.ToLower(d))
+	}
+	for _, ip := range req.IPAddresses {
+		asked = append(asked, ip.String())
+	}
+	for _, a := range asked {
+		for _, other := range owners[a] {
+			if other != node {
+				return fmt.Errorf("%s is also an address of node %s: nodes report their own addresses, so neither gets a certificate for it", a, other)
+			}
+		}
+	}
+	return nil
 }
 
 func decided(csr *certificatesv1.CertificateSigningRequest) bool {

@@ -37,13 +37,17 @@ import (
 func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
-	for _, n := range []struct{ name, ip string }{{"n1", "198.51.100.11"}, {"n2", "198.51.100.12"}} {
+	// n4 also reports n2's address, as a node's kubelet can in its own status.
+	for _, n := range []struct{ name, ip, claimed string }{{"n1", "198.51.100.11", ""}, {"n2", "198.51.100.12", ""}, {"n4", "198.51.100.14", "198.51.100.12"}} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
 		created, err := cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.ip}, {Type: corev1.NodeHostName, Address: n.name + ".example.internal"}}
+		if n.claimed != "" {
+			created.Status.Addresses = append(created.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: n.claimed})
+		}
 		if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -107,6 +111,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 	file(cp.Client, "from-a-user", "system:node:n1", nodesOrg, []string{"n1"}, []string{"198.51.100.11"})
 	file(as("system:node:n3", "system:nodes"), "unregistered", "system:node:n3", nodesOrg, []string{"n3"}, []string{"198.51.100.13"})
 	file(node1, "other-signer", "system:node:n1", nodesOrg, nil, nil)
+	file(as("system:node:n4", "system:nodes"), "claimed-ip", "system:node:n4", nodesOrg, []string{"n4"}, []string{"198.51.100.14", "198.51.100.12"})
 
 	res, err := kubeletcsr.Pass(ctx, cp.Client)
 	if err != nil {
@@ -125,6 +130,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 		"from-a-user":        "not by a node",
 		"unregistered":       "pending",
 		"other-signer":       "pending",
+		"claimed-ip":         "198.51.100.12 is also an address of node n2",
 	}
 	for name, w := range want {
 		csr, err := cp.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
