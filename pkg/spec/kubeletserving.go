@@ -83,7 +83,11 @@ func validateKubeletServing(in *Input, c *Config, root *field.Path, mErrs, cErrs
 			return
 		}
 	}
-	if c.Images.EKSAMetrics == "" {
+	switch {
+	case c.Images.EKSAMetrics != "":
+	case in.Resource:
+		refuse("the controller runs without --eksa-metrics-image, so it has no image for the kubelet approver: install it with controller manifests, which passes its own --image")
+	default:
 		*mErrs = append(*mErrs, field.Required(root.Child("images", "eksaMetrics"),
 			"the kubelet serving-certificate approver runs the eksa-metrics image, and this eksa-metrics is not a release build, so it has no published image: build one with make image, push it and name it here"))
 	}
