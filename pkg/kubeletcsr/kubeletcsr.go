@@ -34,6 +34,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -66,70 +67,86 @@ func NodeOf(csr *certificatesv1.CertificateSigningRequest) string {
 // live Node that filed it (nil: approve). node is the Node named by the
 // request's requester (NodeOf).
 func Check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node) error {
+	_, err := check(csr, node)
+	return err
+}
+
+// check is Check, with the request it parsed.
+func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node) (*x509.CertificateRequest, error) {
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
-		return fmt.Errorf("signer %s, not %s", csr.Spec.SignerName, certificatesv1.KubeletServingSignerName)
+		return nil, fmt.Errorf("signer %s, not %s", csr.Spec.SignerName, certificatesv1.KubeletServingSignerName)
 	}
 	name := NodeOf(csr)
 	if name == "" {
-		return fmt.Errorf("filed by %s (groups %v), not by a node (system:node:<name> in group system:nodes)", csr.Spec.Username, csr.Spec.Groups)
+		return nil, fmt.Errorf("filed by %s (groups %v), not by a node (system:node:<name> in group system:nodes)", csr.Spec.Username, csr.Spec.Groups)
 	}
 	if node == nil || node.Name != name {
-		return fmt.Errorf("filed by node %s, which does not exist", name)
+		return nil, fmt.Errorf("filed by node %s, which does not exist", name)
 	}
 	block, _ := pem.Decode(csr.Spec.Request)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return fmt.Errorf("spec.request holds no PEM CERTIFICATE REQUEST")
+		return nil, fmt.Errorf("spec.request holds no PEM CERTIFICATE REQUEST")
 	}
 	req, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
-		return fmt.Errorf("spec.request does not parse: %w", err)
+		return nil, fmt.Errorf("spec.request does not parse: %w", err)
 	}
 	if err := req.CheckSignature(); err != nil {
-		return fmt.Errorf("spec.request is not signed by its own key: %w", err)
+		return nil, fmt.Errorf("spec.request is not signed by its own key: %w", err)
 	}
 	if req.Subject.CommonName != csr.Spec.Username {
-		return fmt.Errorf("subject CN %q is not its requester %s", req.Subject.CommonName, csr.Spec.Username)
+		return nil, fmt.Errorf("subject CN %q is not its requester %s", req.Subject.CommonName, csr.Spec.Username)
 	}
 	if !slices.Equal(req.Subject.Organization, []string{"system:nodes"}) {
-		return fmt.Errorf("subject O %v is not [system:nodes]", req.Subject.Organization)
+		return nil, fmt.Errorf("subject O %v is not [system:nodes]", req.Subject.Organization)
 	}
 	if !slices.Contains(csr.Spec.Usages, certificatesv1.UsageServerAuth) {
-		return fmt.Errorf("usages %v lack server auth", csr.Spec.Usages)
+		return nil, fmt.Errorf("usages %v lack server auth", csr.Spec.Usages)
 	}
 	for _, u := range csr.Spec.Usages {
 		if !slices.Contains(allowedUsages, u) {
-			return fmt.Errorf("usage %q is not one a serving certificate needs (%v)", u, allowedUsages)
+			return nil, fmt.Errorf("usage %q is not one a serving certificate needs (%v)", u, allowedUsages)
 		}
 	}
 	if len(req.EmailAddresses) > 0 || len(req.URIs) > 0 {
-		return fmt.Errorf("asks for e-mail or URI names (%v %v), which a kubelet's serving certificate never holds", req.EmailAddresses, req.URIs)
+		return nil, fmt.Errorf("asks for e-mail or URI names (%v %v), which a kubelet's serving certificate never holds", req.EmailAddresses, req.URIs)
 	}
 	if len(req.DNSNames) == 0 && len(req.IPAddresses) == 0 {
-		return fmt.Errorf("names no DNS name or IP address")
+		return nil, fmt.Errorf("names no DNS name or IP address")
 	}
-	dns, ips := []string{node.Name}, []net.IP{}
+	dns, ips := addresses(node)
+	for _, d := range req.DNSNames {
+		if !slices.Contains(dns, dnsKey(d)) {
+			return nil, fmt.Errorf("DNS name %s is not a name of node %s (%v)", d, name, dns)
+		}
+	}
+	for _, ip := range req.IPAddresses {
+		if !slices.ContainsFunc(ips, ip.Equal) {
+			return nil, fmt.Errorf("IP address %s is not an address of node %s (%v)", ip, name, ips)
+		}
+	}
+	return req, nil
+}
+
+// addresses are the DNS names (its own name first, in dnsKey form) and the
+// IP addresses a Node reports.
+func addresses(node *corev1.Node) (dns []string, ips []net.IP) {
+	dns = []string{dnsKey(node.Name)}
 	for _, a := range node.Status.Addresses {
 		switch a.Type {
 		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
-			dns = append(dns, a.Address)
+			dns = append(dns, dnsKey(a.Address))
 		case corev1.NodeInternalIP, corev1.NodeExternalIP:
 			if ip := net.ParseIP(a.Address); ip != nil {
 				ips = append(ips, ip)
 			}
 		}
 	}
-	for _, d := range req.DNSNames {
-		if !slices.ContainsFunc(dns, func(n string) bool { return strings.EqualFold(strings.TrimSuffix(n, "."), d) }) {
-			return fmt.Errorf("DNS name %s is not a name of node %s (%v)", d, name, dns)
-		}
-	}
-	for _, ip := range req.IPAddresses {
-		if !slices.ContainsFunc(ips, ip.Equal) {
-			return fmt.Errorf("IP address %s is not an address of node %s (%v)", ip, name, ips)
-		}
-	}
-	return nil
+	return dns, ips
 }
+
+// dnsKey is a DNS name as compared: lower case, without a final dot.
+func dnsKey(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
 
 // Result is what one pass decided.
 type Result struct {
@@ -144,26 +161,42 @@ type Result struct {
 // leaves pending those whose node does not exist yet. Requests of other
 // signers are never read.
 func Pass(ctx context.Context, client kubernetes.Interface) (Result, error) {
-	var res Result
 	list, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()})
 	if err != nil {
-		return res, fmt.Errorf("listing the %s CertificateSigningRequests: %w", certificatesv1.KubeletServingSignerName, err)
+		return Result{}, fmt.Errorf("listing the %s CertificateSigningRequests: %w", certificatesv1.KubeletServingSignerName, err)
 	}
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return res, fmt.Errorf("listing the Nodes: %w", err)
+		return Result{}, fmt.Errorf("listing the Nodes: %w", err)
 	}
-	byName, owners := map[string]*corev1.Node{}, map[string][]string{}
+	csrs := make([]*certificatesv1.CertificateSigningRequest, len(list.Items))
+	for i := range list.Items {
+		csrs[i] = &list.Items[i]
+	}
+	ns := make([]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
-		n := &nodes.Items[i]
+		ns[i] = &nodes.Items[i]
+	}
+	return decide(ctx, client, csrs, ns)
+}
+
+// decide decides the pending requests among csrs against nodes, every Node
+// of the cluster, and writes each decision.
+func decide(ctx context.Context, client kubernetes.Interface, csrs []*certificatesv1.CertificateSigningRequest, nodes []*corev1.Node) (Result, error) {
+	var res Result
+	byName, owners := map[string]*corev1.Node{}, map[string][]string{}
+	for _, n := range nodes {
 		byName[n.Name] = n
-		for _, a := range names(n) {
+		dns, ips := addresses(n)
+		for _, ip := range ips {
+			dns = append(dns, ip.String())
+		}
+		for _, a := range dns {
 			owners[a] = append(owners[a], n.Name)
 		}
 	}
-	for i := range list.Items {
-		csr := &list.Items[i]
+	for _, csr := range csrs {
 		if decided(csr) {
 			continue
 		}
@@ -174,11 +207,12 @@ func Pass(ctx context.Context, client kubernetes.Interface) (Result, error) {
 				continue
 			}
 		}
+		csr = csr.DeepCopy() // a cache's object is never written to
 		cond := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: ReasonApproved,
 			Message: "eksa-metrics: the node's own serving certificate, for its own names and addresses"}
-		why := Check(csr, node)
+		req, why := check(csr, node)
 		if why == nil {
-			why = claimedByOthers(csr, node.Name, owners)
+			why = claimedByOthers(req, node.Name, owners)
 		}
 		if why != nil {
 			cond.Type, cond.Reason, cond.Message = certificatesv1.CertificateDenied, ReasonDenied, "eksa-metrics: "+why.Error()
@@ -199,33 +233,14 @@ func Pass(ctx context.Context, client kubernetes.Interface) (Result, error) {
 	return res, nil
 }
 
-// names are the names and addresses a Node reports, normalised as Check
-// compares them.
-func names(n *corev1.Node) []string {
-	out := []string{strings.ToLower(n.Name)}
-	for _, a := range n.Status.Addresses {
-		if ip := net.ParseIP(a.Address); ip != nil {
-			out = append(out, ip.String())
-		} else {
-			out = append(out, strings.ToLower(strings.TrimSuffix(a.Address, ".")))
-		}
-	}
-	return out
-}
-
 // claimedByOthers refuses a name or address that another Node reports too:
 // a Node's addresses are its kubelet's own report, so a node could claim
 // another's address in its status; such a request is denied rather than
 // given a certificate that would pass for the other node's.
-func claimedByOthers(csr *certificatesv1.CertificateSigningRequest, node string, owners map[string][]string) error {
-	block, _ := pem.Decode(csr.Spec.Request)
-	req, err := x509.ParseCertificateRequest(block.Bytes) // Check parsed it already
-	if err != nil {
-		return err
-	}
-	asked := []string{}
+func claimedByOthers(req *x509.CertificateRequest, node string, owners map[string][]string) error {
+	var asked []string
 	for _, d := range req.DNSNames {
-		asked = append(asked, strings.ToLower(d))
+		asked = append(asked, dnsKey(d))
 	}
 	for _, ip := range req.IPAddresses {
 		asked = append(asked, ip.String())
@@ -246,10 +261,10 @@ func decided(csr *certificatesv1.CertificateSigningRequest) bool {
 	})
 }
 
-// Run approves for as long as ctx lasts: a pass whenever a kubelet-serving
-// request is filed or changes (a watch of that signer's requests only), and
-// every resync period for those left waiting for their Node. Each decision
-// is written to log, one line each.
+// Run approves for as long as ctx lasts, from watches: of that signer's
+// requests only, and of the Nodes. A pass runs whenever a request is filed
+// or changes and whenever a Node registers (a request may wait for it),
+// and every resync period; each decision is written to log, one line each.
 func Run(ctx context.Context, client kubernetes.Interface, resync time.Duration, log io.Writer) error {
 	trigger := make(chan struct{}, 1)
 	poke := func() {
@@ -258,19 +273,24 @@ func Run(ctx context.Context, client kubernetes.Interface, resync time.Duration,
 		default: // a pass is due already
 		}
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	onChange := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, UpdateFunc: func(any, any) { poke() }}
+	csrFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
 	}))
-	inf := factory.Certificates().V1().CertificateSigningRequests().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-	}); err != nil {
+	csrs := csrFactory.Certificates().V1().CertificateSigningRequests()
+	nodeFactory := informers.NewSharedInformerFactory(client, 0)
+	nodes := nodeFactory.Core().V1().Nodes()
+	if _, err := csrs.Informer().AddEventHandler(onChange); err != nil {
 		return err
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }}); err != nil {
+		return err
+	}
+	for _, f := range []informers.SharedInformerFactory{csrFactory, nodeFactory} {
+		f.Start(ctx.Done())
+		defer f.Shutdown()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), csrs.Informer().HasSynced, nodes.Informer().HasSynced) {
 		return ctx.Err()
 	}
 	fmt.Fprintf(log, "approving %s requests of nodes for their own names and addresses\n", certificatesv1.KubeletServingSignerName)
@@ -284,7 +304,15 @@ func Run(ctx context.Context, client kubernetes.Interface, resync time.Duration,
 		case <-tick.C:
 			poke()
 		case <-trigger:
-			res, err := Pass(ctx, client)
+			pending, err := csrs.Lister().List(labels.Everything())
+			if err != nil {
+				return err
+			}
+			all, err := nodes.Lister().List(labels.Everything())
+			if err != nil {
+				return err
+			}
+			res, err := decide(ctx, client, pending, all)
 			for _, n := range res.Approved {
 				fmt.Fprintf(log, "approved %s\n", n)
 			}
