@@ -34,13 +34,7 @@ func (in *Input) MetricsRoot() *field.Path {
 
 // controlPlaneOS finds the osFamily of the control plane's MachineConfig.
 func (in *Input) controlPlaneOS() string {
-	ref := in.Cluster.Spec.ControlPlaneConfiguration.MachineGroupRef
-	for _, mc := range in.MachineConfigs {
-		if mc.Kind == ref.Kind && mc.Metadata.Name == ref.Name {
-			return strings.ToLower(mc.Spec.OSFamily)
-		}
-	}
-	return ""
+	return in.machineOS(in.Cluster.Spec.ControlPlaneConfiguration.MachineGroupRef)
 }
 
 // Doc says which document an Issue is about.

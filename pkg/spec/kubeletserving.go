@@ -50,10 +50,10 @@ func (g kubeletGroup) serverTLSBootstrap() (value any, set bool) {
 	return v, ok
 }
 
-// KubeletBootstrapGroups names the node groups whose kubeletConfiguration
+// kubeletBootstrapGroups names the node groups whose kubeletConfiguration
 // lacks serverTLSBootstrap: true, which generate adds to cluster.yaml (and
 // whose machines EKS Anywhere then replaces).
-func (in *Input) KubeletBootstrapGroups() []string {
+func (in *Input) kubeletBootstrapGroups() []string {
 	var out []string
 	for _, g := range in.kubeletGroups() {
 		if v, _ := g.serverTLSBootstrap(); v != true {
@@ -109,7 +109,7 @@ func validateKubeletServing(in *Input, c *Config, root *field.Path, mErrs, cErrs
 		}
 	}
 	if !in.Resource {
-		if groups := in.KubeletBootstrapGroups(); len(groups) > 0 {
+		if groups := in.kubeletBootstrapGroups(); len(groups) > 0 {
 			warn(DocMetrics, p, "cluster.yaml gets serverTLSBootstrap: true in the kubeletConfiguration of the %s, so the next eksctl anywhere upgrade cluster replaces every machine of them; until a node is replaced its kubelet scrape fails verification",
 				joinAnd(groups))
 		}
@@ -124,12 +124,12 @@ func (f *File) kubeletInsertions(eol string) (map[int][]byte, error) {
 		return nil, nil
 	}
 	in := &Input{Cluster: f.Cluster, MachineConfigs: f.MachineConfigs}
-	if len(in.KubeletBootstrapGroups()) == 0 {
+	if len(in.kubeletBootstrapGroups()) == 0 {
 		return nil, nil
 	}
 	d := f.clusterDoc
 	if isJSON(f.docText(d)) {
-		return nil, fmt.Errorf("%s:%d: spec.metrics.tls.kubeletServingCertificates: cannot add serverTLSBootstrap: true to the kubeletConfiguration of a JSON Cluster document; add it yourself to the %s", f.Path, d.root.Line, joinAnd(in.KubeletBootstrapGroups()))
+		return nil, fmt.Errorf("%s:%d: spec.metrics.tls.kubeletServingCertificates: cannot add serverTLSBootstrap: true to the kubeletConfiguration of a JSON Cluster document; add it yourself to the %s", f.Path, d.root.Line, joinAnd(in.kubeletBootstrapGroups()))
 	}
 	spec := mappingField(d.root, "spec")
 	var groups []*yaml.Node

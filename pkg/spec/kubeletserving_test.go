@@ -74,7 +74,7 @@ func TestClusterYAMLAddsServerTLSBootstrap(t *testing.T) {
 		if errs := Validate(in, c, Options{}).Errors(); len(errs) > 0 {
 			t.Fatalf("valid spec refused: %v", errs)
 		}
-		if got := in.KubeletBootstrapGroups(); strings.Join(got, ",") != "control plane,worker node group md-0,worker node group md-1" {
+		if got := in.kubeletBootstrapGroups(); strings.Join(got, ",") != "control plane,worker node group md-0,worker node group md-1" {
 			t.Fatalf("groups to change: %v", got)
 		}
 		out, err := f.ClusterYAML()
