@@ -7,7 +7,6 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
@@ -52,21 +51,18 @@ func metricsCertificateObjects(o Options) []any {
 		return map[string]any{"apiVersion": templates.CertManagerAPIVersion, "kind": kind, "spec": spec,
 			"metadata": map[string]any{"name": name, "namespace": o.Namespace, "labels": map[string]any{"app.kubernetes.io/name": ControllerName}}}
 	}
-	issuerRef := func(name string) map[string]any {
-		return map[string]any{"group": "cert-manager.io", "kind": "Issuer", "name": name}
-	}
 	key := func() map[string]any {
 		return map[string]any{"algorithm": "ECDSA", "size": 256, "rotationPolicy": "Always"}
 	}
 	return []any{
 		object("Issuer", selfSignedIssuer, map[string]any{"selfSigned": map[string]any{}}),
 		object("Certificate", caName, map[string]any{"isCA": true, "commonName": caName + "." + o.Namespace, "secretName": caName,
-			"duration": "87600h", "privateKey": key(), "issuerRef": issuerRef(selfSignedIssuer)}),
+			"duration": templates.CADuration, "privateKey": key(), "issuerRef": templates.IssuerRef(selfSignedIssuer)}),
 		object("Issuer", caName, map[string]any{"ca": map[string]any{"secretName": caName}}),
 		object("Certificate", MetricsService, map[string]any{"secretName": MetricsSecret,
 			"dnsNames": []any{MetricsServerName(o.Namespace), MetricsServerName(o.Namespace) + ".cluster.local"},
-			"duration": "8760h", "renewBefore": "2920h", "usages": []any{"digital signature", "server auth"},
-			"privateKey": key(), "issuerRef": issuerRef(caName)}),
+			"duration": templates.ServingDuration, "renewBefore": templates.ServingRenewBefore, "usages": []any{"digital signature", "server auth"},
+			"privateKey": key(), "issuerRef": templates.IssuerRef(caName)}),
 	}
 }
 
@@ -88,19 +84,18 @@ func serviceMonitor(o Options) *monitoringv1.ServiceMonitor {
 	labels := map[string]string{"app.kubernetes.io/name": ControllerName}
 	maps.Copy(labels, o.ServiceMonitorLabels)
 	tls := &monitoringv1.TLSConfig{}
-	tls.ServerName = ptr.To(MetricsServerName(o.Namespace))
-	tls.CA = monitoringv1.SecretOrConfigMap{Secret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: MetricsSecret}, Key: "ca.crt"}}
 	var annotations map[string]string
 	if o.MetricsCertificates == CertificatesNone {
-		tls = &monitoringv1.TLSConfig{}
 		tls.InsecureSkipVerify = ptr.To(true)
 		annotations = map[string]string{templates.InsecureSkipVerifyAnnotation: "controller manifests --metrics-certificates none: the controller serves a self-signed certificate"}
+	} else {
+		tls.ServerName = ptr.To(MetricsServerName(o.Namespace))
+		tls.CA = monitoringv1.SecretOrConfigMap{Secret: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: MetricsSecret}, Key: "ca.crt"}}
 	}
 	ep := monitoringv1.Endpoint{Port: "https", Scheme: ptr.To(monitoringv1.Scheme("https"))}
 	ep.BearerTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 	ep.TLSConfig = tls
 	return &monitoringv1.ServiceMonitor{
-		TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.ServiceMonitorsKind},
 		ObjectMeta: metav1.ObjectMeta{Name: ControllerName, Namespace: o.Namespace, Labels: labels, Annotations: annotations},
 		Spec: monitoringv1.ServiceMonitorSpec{
 			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": ControllerName}},
@@ -138,13 +133,7 @@ func metricsObjects(o Options) []any {
 		out = append(out, metricsCertificateObjects(o)...)
 	}
 	if o.ServiceMonitor {
-		sm, err := runtime.DefaultUnstructuredConverter.ToUnstructured(serviceMonitor(o))
-		if err != nil {
-			panic(err) // a typed object always converts
-		}
-		tls := sm["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)["tlsConfig"].(map[string]any)
-		delete(tls, "cert") // an empty client certificate, which the operator's type always has
-		out = append(out, sm)
+		out = append(out, templates.ToObject(monitoringv1.SchemeGroupVersion.String(), monitoringv1.ServiceMonitorsKind, serviceMonitor(o)))
 	}
 	return out
 }

@@ -50,12 +50,12 @@ const (
 	// issuer-kind: cert-manager v1.20.2 pkg/apis/certmanager/v1/types.go:87-96).
 	CertManagerCertificateAnnotation = "cert-manager.io/certificate-name"
 
-	// caDuration matches the CA apply makes (client-go's self-signed CA:
-	// ten years); servingDuration and servingRenewBefore match apply's
+	// CADuration matches the CA apply makes (client-go's self-signed CA:
+	// ten years); ServingDuration and ServingRenewBefore match apply's
 	// serving certificates (a year, renewed with a third left).
-	caDuration         = "87600h"
-	servingDuration    = "8760h"
-	servingRenewBefore = "2920h"
+	CADuration         = "87600h"
+	ServingDuration    = "8760h"
+	ServingRenewBefore = "2920h"
 )
 
 // CertManagerObjects are the Issuers and Certificates of tls.certificates:
@@ -73,9 +73,9 @@ func CertManagerObjects(c *spec.Config) []Object {
 				"isCA":           true,
 				"commonName":     IssuerCA + "." + ns,
 				"secretName":     IssuerCA,
-				"duration":       caDuration,
+				"duration":       CADuration,
 				"privateKey":     Object{"algorithm": "ECDSA", "size": int64(256)},
-				"issuerRef":      issuerRef(SelfSignedIssuer),
+				"issuerRef":      IssuerRef(SelfSignedIssuer),
 				"secretTemplate": issuedLabels(),
 			}),
 			certManagerObject("Issuer", ns, CAIssuer, Object{"ca": Object{"secretName": IssuerCA}}),
@@ -85,11 +85,11 @@ func CertManagerObjects(c *spec.Config) []Object {
 		out = append(out, certManagerObject("Certificate", s.Namespace, s.Name, Object{
 			"secretName":     s.Name,
 			"dnsNames":       []any{s.DNSName},
-			"duration":       servingDuration,
-			"renewBefore":    servingRenewBefore,
+			"duration":       ServingDuration,
+			"renewBefore":    ServingRenewBefore,
 			"usages":         []any{"digital signature", "server auth"},
 			"privateKey":     Object{"algorithm": "ECDSA", "size": int64(256), "rotationPolicy": "Always"},
-			"issuerRef":      issuerRef(CAIssuer),
+			"issuerRef":      IssuerRef(CAIssuer),
 			"secretTemplate": issuedLabels(),
 		}))
 	}
@@ -125,8 +125,8 @@ func certManagerObject(kind, namespace, name string, spec Object) Object {
 	return Object{"apiVersion": CertManagerAPIVersion, "kind": kind, "metadata": md, "spec": spec}
 }
 
-// issuerRef names the Issuer of that name in the Certificate's own
+// IssuerRef names the Issuer of that name in the Certificate's own
 // namespace: a namespaced Issuer, never a ClusterIssuer.
-func issuerRef(name string) Object {
+func IssuerRef(name string) Object {
 	return Object{"group": "cert-manager.io", "kind": "Issuer", "name": name}
 }

@@ -104,6 +104,10 @@ func toObject(apiVersion, kind string, obj any) Object {
 	return m
 }
 
+// ToObject is toObject, for the objects the controller's installation adds
+// (config).
+func ToObject(apiVersion, kind string, obj any) Object { return toObject(apiVersion, kind, obj) }
+
 // prune removes nil values and empty maps, recursively.
 func prune(m map[string]any) {
 	for k, v := range m {
