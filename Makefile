@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X github.com/eksa-metrics/eksa-metrics/internal/cli.Version=$(VERSION)
-UNIT_PKGS = ./cmd/... ./config/... ./internal/... ./pkg/...
+UNIT_PKGS = ./cmd/... ./config/... ./internal/... ./pkg/... ./test/framework
 # The packages with golden files (their tests named *Golden*; testutil.Golden's -update flag).
 GOLDEN_PKGS = ./internal/cli ./pkg/render ./pkg/templates ./pkg/components ./pkg/spec
 # controller-gen, pinned and cached like the test bed (hack/build-controller-gen.sh).
@@ -38,6 +38,10 @@ image: ## Build the controller image as bin/eksa-metrics-image.tar (docker load,
 .PHONY: test
 test: unit ## Run every test: unit, integration and end-to-end (what CI runs; the integration tests run while the end-to-end part of the test bed builds: hack/test.sh)
 	hack/test.sh
+
+.PHONY: test-cold
+test-cold: ## make test as on a new machine: a clone of HEAD with empty test-bed, Go build and module caches (hack/test-cold.sh); run it when hack/ or the test phases change
+	hack/test-cold.sh
 
 .PHONY: unit
 unit: ## Unit, golden and command tests (offline, seconds)

@@ -14,14 +14,16 @@ module_dir() { go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p'
 cd "${ROOT}"
 capi="$(module_dir "sigs.k8s.io/cluster-api@${CAPI_VERSION}")"
 prom="$(module_dir "github.com/prometheus-operator/prometheus-operator@${PROMETHEUS_OPERATOR_VERSION}")"
-mkdir -p "${BIN}/crds/cluster-api" "${BIN}/crds/prometheus-operator"
-install -m 0644 "${capi}/controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml" "${BIN}/crds/cluster-api/"
+# crds DIR FILE...: each FILE into bin/crds/DIR (atomically, when it differs).
+crds() {
+  local dir=$1 f; shift
+  for f in "$@"; do install_file "${f}" "crds/${dir}/$(basename "${f}")"; done
+}
+crds cluster-api "${capi}/controlplane/kubeadm/config/crd/bases/controlplane.cluster.x-k8s.io_kubeadmcontrolplanes.yaml"
 # The core CRDs the Cluster API manager itself needs (config/crd/bases).
-mkdir -p "${BIN}/crds/cluster-api-core"
-install -m 0644 "${capi}"/config/crd/bases/*.yaml "${BIN}/crds/cluster-api-core/"
+crds cluster-api-core "${capi}"/config/crd/bases/*.yaml
 for crd in servicemonitors podmonitors prometheusrules; do
-  install -m 0644 "${prom}/example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml" "${BIN}/crds/prometheus-operator/"
+  crds prometheus-operator "${prom}/example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml"
 done
 eksa="$(module_dir "github.com/aws/eks-anywhere@${EKSA_VERSION}")"
-mkdir -p "${BIN}/crds/eks-anywhere"
-install -m 0644 "${eksa}"/config/crd/bases/anywhere.eks.amazonaws.com_*.yaml "${BIN}/crds/eks-anywhere/"
+crds eks-anywhere "${eksa}"/config/crd/bases/anywhere.eks.amazonaws.com_*.yaml

@@ -20,15 +20,32 @@ recipe_hash() { cat "$@" | sha256sum | cut -c1-16; }
 # cached NAME STAMP: true when ${CACHE}/NAME exists with the given stamp.
 cached() { [[ -f "${CACHE}/$1.stamp" && "$(cat "${CACHE}/$1.stamp")" == "$2" ]]; }
 
+# record_phase FILE...: when TESTBED_MANIFEST is set (hack/testbed.sh
+# integration), add the bin/-relative FILEs to it: the list of what the
+# integration phase has built, which the integration tests hold themselves to
+# (test/framework.Binary, EKSA_METRICS_PHASE_MANIFEST).
+record_phase() {
+  [[ -n "${TESTBED_MANIFEST:-}" ]] || return 0
+  printf '%s\n' "$@" >>"${TESTBED_MANIFEST}"
+}
+
+# install_file SRC DEST: copy SRC to bin/DEST when they differ, atomically (a
+# test may be reading DEST while another phase installs it again).
+install_file() {
+  mkdir -p "$(dirname "${BIN}/$2")"
+  if ! cmp -s "$1" "${BIN}/$2"; then
+    rm -f "${BIN}/$2.tmp"
+    cp "$1" "${BIN}/$2.tmp" && chmod u+w "${BIN}/$2.tmp" && mv "${BIN}/$2.tmp" "${BIN}/$2"
+  fi
+  record_phase "$2"
+}
+
 # install_from_cache NAME DEST...: copy cached files into bin/ when they differ.
 install_from_cache() {
   local name=$1; shift
   local f
   for f in "$@"; do
-    mkdir -p "$(dirname "${BIN}/${f}")"
-    if ! cmp -s "${CACHE}/${name}/${f}" "${BIN}/${f}"; then
-      cp "${CACHE}/${name}/${f}" "${BIN}/${f}.tmp" && mv "${BIN}/${f}.tmp" "${BIN}/${f}"
-    fi
+    install_file "${CACHE}/${name}/${f}" "${f}"
   done
 }
 

@@ -7,7 +7,10 @@
 # usage: hack/testbed.sh [integration]
 #   integration: only what the integration tests run (the newest Kubernetes,
 #   not the agents only the end-to-end tests start), so that make test can
-#   run them while the rest builds.
+#   run them while the rest builds. It lists what it installed in
+#   bin/.testbed-integration (one bin/-relative path a line), and hack/test.sh
+#   has the integration tests fail on a binary that is not in that list
+#   (test/framework.Binary): what the second phase builds may not be there yet.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Pinned versions of the test bed. test/framework/versions.go lists the same
@@ -30,6 +33,12 @@ JOBS="${TESTBED_JOBS:-2}"
 
 GROUP="${1:-all}"
 [[ "${GROUP}" == all || "${GROUP}" == integration ]] || { log "usage: $0 [integration]"; exit 2; }
+if [[ "${GROUP}" == integration ]]; then
+  export TESTBED_MANIFEST="${BIN}/.testbed-integration"
+  : >"${TESTBED_MANIFEST}"
+else
+  unset TESTBED_MANIFEST
+fi
 builds=("build-kubernetes.sh ${KUBE_VERSIONS[0]}")
 [[ "${GROUP}" == integration ]] || for v in "${KUBE_VERSIONS[@]:1}"; do builds+=("build-kubernetes.sh ${v}"); done
 builds+=("build-prometheus.sh ${PROMETHEUS_VERSION}" "build-cluster-api.sh ${CLUSTER_API_VERSION}"

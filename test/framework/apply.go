@@ -131,6 +131,9 @@ func DecodeYAML(t testing.TB, raw []byte) []map[string]any {
 // do not run here).
 func (cp *ControlPlane) InstallCRDDir(t testing.TB, dir string) {
 	t.Helper()
+	if err := phaseHas(filepath.Join("crds", dir)); err != nil {
+		t.Fatal(err)
+	}
 	files, _ := filepath.Glob(filepath.Join(BinDir(), "crds", dir, "*.yaml"))
 	if len(files) == 0 {
 		if os.Getenv("EKSA_METRICS_BIN") != "" {
@@ -178,6 +181,9 @@ func (cp *ControlPlane) InstallCRDs(t testing.TB, kcpVersion string) {
 	ctx := context.Background()
 	var files []string
 	for _, dir := range []string{"cluster-api", "prometheus-operator"} {
+		if err := phaseHas(filepath.Join("crds", dir)); err != nil {
+			t.Fatal(err)
+		}
 		m, _ := filepath.Glob(filepath.Join(BinDir(), "crds", dir, "*.yaml"))
 		if len(m) == 0 {
 			if os.Getenv("EKSA_METRICS_BIN") != "" {

@@ -30,9 +30,15 @@ func BinDir() string {
 
 // Binary returns the path of a test-bed binary. Under `make` (which sets
 // EKSA_METRICS_BIN) a missing binary fails the test; a plain `go test` skips
-// with a hint instead.
+// with a hint instead. Under hack/test.sh the integration tests also hold
+// themselves to what the first phase of the test bed installed (the list
+// $EKSA_METRICS_PHASE_MANIFEST names): a binary of the second phase fails at
+// once, even where a warm cache has already put it in bin/.
 func Binary(t testing.TB, rel string) string {
 	t.Helper()
+	if err := phaseHas(rel); err != nil {
+		t.Fatal(err)
+	}
 	p := filepath.Join(BinDir(), rel)
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("EKSA_METRICS_BIN") != "" {
@@ -41,6 +47,61 @@ func Binary(t testing.TB, rel string) string {
 		t.Skipf("test-bed binary %s is missing: run make testbed, or make integration / make e2e", p)
 	}
 	return p
+}
+
+var phase struct {
+	once  sync.Once
+	files map[string]bool
+	err   error
+}
+
+// phaseHas says whether the test phase that runs may use the test-bed file
+// rel (relative to BinDir): always, unless EKSA_METRICS_PHASE_MANIFEST names
+// the list of what the phase's build installed.
+func phaseHas(rel string) error {
+	path := os.Getenv("EKSA_METRICS_PHASE_MANIFEST")
+	if path == "" {
+		return nil
+	}
+	phase.once.Do(func() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			phase.err = fmt.Errorf("the list of what this test phase may use: %w (hack/testbed.sh integration writes it)", err)
+			return
+		}
+		phase.files = manifestFiles(string(b))
+	})
+	if phase.err != nil {
+		return phase.err
+	}
+	return phaseCheck(phase.files, rel, path)
+}
+
+// manifestFiles parses a phase manifest: one bin/-relative path a line.
+func manifestFiles(text string) map[string]bool {
+	files := map[string]bool{}
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			files[filepath.Clean(l)] = true
+		}
+	}
+	return files
+}
+
+// phaseCheck: rel is a file of the manifest, or (a directory, such as
+// crds/cluster-api) holds one.
+func phaseCheck(files map[string]bool, rel, manifest string) error {
+	rel = filepath.Clean(rel)
+	if files[rel] {
+		return nil
+	}
+	for f := range files {
+		if strings.HasPrefix(f, rel+string(filepath.Separator)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("test-bed file %s is not built by the integration phase of make test (%s lists what is): "+
+		"the rest of the test bed may still be building it; move the test to test/e2e, or add the build to the integration group of hack/testbed.sh", rel, manifest)
 }
 
 // LookPath finds a system binary such as haproxy, with the same rule as Binary.
