@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,8 +19,9 @@ import (
 // NewCmdKubeletApprover is the approver of the kubelets' serving
 // certificates that tls.kubeletServingCertificates runs in the cluster.
 func NewCmdKubeletApprover(f *Factory) *cobra.Command {
-	var kubeconfig string
+	var kubeconfig, endpoint, domain string
 	var resync time.Duration
+	var serviceCIDRs []string
 	cmd := &cobra.Command{
 		Use:   templates.KubeletApproverCommand,
 		Short: "Approve the kubelets' serving-certificate requests that are theirs, deny the others, until stopped",
@@ -27,11 +29,25 @@ func NewCmdKubeletApprover(f *Factory) *cobra.Command {
 renders. A kubelet with serverTLSBootstrap: true files a kubernetes.io/kubelet-serving
 CertificateSigningRequest; kube-controller-manager signs it with the cluster CA once it is approved,
 and approves none itself. This command approves a request only when the node itself filed it
-(system:node:<name>), its subject is that node, it asks for server auth only, and every name and
-address in it is one of that Node's; it denies the others, and leaves pending those whose Node does
-not exist yet. In a pod it uses its ServiceAccount; outside, --kubeconfig.`,
+(system:node:<name>), its subject is that node, it asks for server auth only, every name and
+address in it is one of that Node's and no older Node reported it first, and none is a name that
+is never approved: a wildcard, kubernetes or kubernetes.*, a name with a svc label or under the
+cluster domain, localhost, a loopback, link-local or multicast address, an address in a Service
+range (--service-cidr) or of the kubernetes Service, the control-plane endpoint
+(--control-plane-endpoint); nor a request larger than a kubelet's or naming more names than a
+kubelet asks for. It denies the others, and leaves pending those whose Node does not exist yet.
+Each decision is a log line (values quoted) and an event on the request. In a pod it uses its
+ServiceAccount; outside, --kubeconfig.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			policy := kubeletcsr.Policy{ClusterDomain: domain, ControlPlaneEndpoint: endpoint}
+			for _, b := range serviceCIDRs {
+				_, n, err := net.ParseCIDR(b)
+				if err != nil {
+					return usageErrorf("--service-cidr %q: %v", b, err)
+				}
+				policy.ServiceCIDRs = append(policy.ServiceCIDRs, n)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			c, err := engine.ConnectManagement(ctx, engine.ClusterSource{Kubeconfig: kubeconfig})
@@ -44,9 +60,19 @@ not exist yet. In a pod it uses its ServiceAccount; outside, --kubeconfig.`,
 			if err != nil {
 				return fmt.Errorf("a client for the cluster: %w", err)
 			}
-			return kubeletcsr.Run(ctx, client, resync, f.IOStreams.ErrOut)
+			policy.ServiceIPs = kubeletcsr.KubernetesServiceIPs(ctx, client)
+			if len(policy.ServiceIPs) == 0 && len(policy.ServiceCIDRs) == 0 {
+				fmt.Fprintln(f.IOStreams.ErrOut, "warning: no --service-cidr and the kubernetes Service could not be read: only loopback, link-local and the names are refused as Service addresses")
+			}
+			recorder, stopEvents := kubeletcsr.NewEvents(client)
+			defer stopEvents()
+			a := &kubeletcsr.Approver{Client: client, Policy: policy, Log: f.IOStreams.ErrOut, Events: recorder}
+			return a.Run(ctx, resync)
 		},
 	}
+	cmd.Flags().StringArrayVar(&serviceCIDRs, "service-cidr", nil, "a Service range of the cluster, whose addresses are never approved (repeat for each)")
+	cmd.Flags().StringVar(&endpoint, "control-plane-endpoint", "", "the host (name or address) of the cluster's control-plane endpoint, never approved")
+	cmd.Flags().StringVar(&domain, "cluster-domain", "cluster.local", "the cluster's DNS domain, under which no name is approved")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: in-cluster, then $KUBECONFIG)")
 	cmd.Flags().DurationVar(&resync, "resync", 30*time.Second, "how often the requests left waiting for their Node are looked at again")
 	return cmd

@@ -56,6 +56,11 @@ type Config struct {
 	// cluster CA (serverTLSBootstrap, approved by the approver eksa-metrics
 	// runs), and their scrapes verify them (tls.kubeletServingCertificates).
 	KubeletServingCertificates bool
+	// ServiceCIDRs and ControlPlaneEndpoint are the Cluster's Service
+	// ranges and control-plane endpoint host, which the kubelet approver
+	// never approves in a kubelet's certificate.
+	ServiceCIDRs         []string
+	ControlPlaneEndpoint string
 
 	Stack               metricsv1alpha1.Stack
 	Release             string

@@ -40,6 +40,8 @@ func Default(in *Input, opts Options) *Config {
 		AllowInsecure:  m.AllowInsecure,
 	}
 	c.APIServerExtraArgs = cl.Spec.ControlPlaneConfiguration.APIServerExtraArgs
+	c.ServiceCIDRs = cl.Spec.ClusterNetwork.Services.CIDRBlocks
+	c.ControlPlaneEndpoint = cl.Spec.ControlPlaneConfiguration.Endpoint.Host
 	c.KubeVersion, _ = ParseKubeVersion(cl.Spec.KubernetesVersion)
 	c.CAPIVersion, c.CAPIReason = CAPIv1beta2, "default (no spec.eksaVersion and no --capi-api-version; EKS Anywhere v0.25 and later use v1beta2)"
 	if opts.CAPIAPIVersion != "" {

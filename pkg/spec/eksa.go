@@ -24,6 +24,23 @@ type ClusterSpec struct {
 	DatacenterRef                 Ref                        `json:"datacenterRef"`
 	EtcdEncryption                []any                      `json:"etcdEncryption,omitempty"`
 	RegistryMirrorConfiguration   *RegistryMirror            `json:"registryMirrorConfiguration,omitempty"`
+	ClusterNetwork                ClusterNetwork             `json:"clusterNetwork,omitempty"`
+}
+
+// ClusterNetwork is the part of clusterNetwork read here: the Service
+// ranges, whose addresses no kubelet certificate may name.
+type ClusterNetwork struct {
+	Services CIDRBlocks `json:"services,omitempty"`
+}
+
+// CIDRBlocks is EKS-A's {cidrBlocks: [...]}.
+type CIDRBlocks struct {
+	CIDRBlocks []string `json:"cidrBlocks,omitempty"`
+}
+
+// Endpoint is controlPlaneConfiguration.endpoint.
+type Endpoint struct {
+	Host string `json:"host,omitempty"`
 }
 
 // RegistryMirror is the part of registryMirrorConfiguration read here: nodes
@@ -55,6 +72,9 @@ type ManagementCluster struct {
 type ControlPlaneConfiguration struct {
 	Count           int `json:"count,omitempty"`
 	MachineGroupRef Ref `json:"machineGroupRef,omitempty"`
+	// Endpoint is where clients reach the API server (the control-plane
+	// VIP): no kubelet certificate may name it.
+	Endpoint Endpoint `json:"endpoint,omitempty"`
 	// APIServerExtraArgs are the user's kube-apiserver flags (EKS-A v0.20+,
 	// behind API_SERVER_EXTRA_ARGS_ENABLED), which EKS-A renders into the
 	// KubeadmControlPlane's apiServer.extraArgs. EKS-A has no such field for

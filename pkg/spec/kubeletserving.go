@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -90,6 +91,14 @@ func validateKubeletServing(in *Input, c *Config, root *field.Path, mErrs, cErrs
 	default:
 		*mErrs = append(*mErrs, field.Required(root.Child("images", "eksaMetrics"),
 			"the kubelet serving-certificate approver runs the eksa-metrics image, and this eksa-metrics is not a release build, so it has no published image: build one with make image, push it and name it here"))
+	}
+	// The approver refuses the Service ranges' addresses in a kubelet's
+	// certificate: a range it cannot parse would be a range it cannot refuse.
+	for i, b := range in.Cluster.Spec.ClusterNetwork.Services.CIDRBlocks {
+		if _, _, err := net.ParseCIDR(b); err != nil {
+			*cErrs = append(*cErrs, field.Invalid(field.NewPath("spec", "clusterNetwork", "services", "cidrBlocks").Index(i), b,
+				"not a CIDR block, so the kubelet approver could not refuse its addresses in a kubelet's certificate (tls.kubeletServingCertificates)"))
+		}
 	}
 	for _, g := range in.kubeletGroups() {
 		if g.os == OSBottlerocket {

@@ -19,18 +19,39 @@ const KubeletApprover = Prefix + "-kubelet-serving-approver"
 // KubeletApproverCommand is the eksa-metrics command the approver runs.
 const KubeletApproverCommand = "kubelet-approver"
 
-// KubeletApproverRules are all the approver may do: read the requests of
-// the kubelet-serving signer's kind and the Nodes they name, and approve or
-// deny requests for that one signer (the API server checks the approve verb
-// on signers/<signerName> for every approval or denial:
-// plugin/pkg/admission/certificates/approval).
+// KubeletApproverRules are all the approver may do cluster-wide: read the
+// requests of the kubelet-serving signer's kind and the Nodes they name,
+// approve or deny requests for that one signer (the API server checks the
+// approve verb on signers/<signerName> for every approval or denial:
+// plugin/pkg/admission/certificates/approval), and read the Services named
+// kubernetes (default/kubernetes: its address is never approved).
 func KubeletApproverRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
 		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"signers"}, ResourceNames: []string{certificatesv1.KubeletServingSignerName}, Verbs: []string{"approve"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"kubernetes"}, Verbs: []string{"get"}},
 	}
+}
+
+// KubeletApproverEventRules are what it may do in the default namespace,
+// where the events on a (cluster-scoped) request go: write its events.
+func KubeletApproverEventRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}
+}
+
+// KubeletApproverArgs are the approver's arguments: the names and
+// addresses it never approves, from the Cluster's spec.
+func KubeletApproverArgs(c *spec.Config) []string {
+	args := []string{KubeletApproverCommand}
+	for _, b := range c.ServiceCIDRs {
+		args = append(args, "--service-cidr="+b)
+	}
+	if c.ControlPlaneEndpoint != "" {
+		args = append(args, "--control-plane-endpoint="+c.ControlPlaneEndpoint)
+	}
+	return args
 }
 
 // KubeletApproverObjects are the approver that keeps giving every kubelet
@@ -47,6 +68,12 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Labels: labels(nil)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: KubeletApprover},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: KubeletApprover, Namespace: SystemNS}},
+	}
+	events := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: metav1.NamespaceDefault, Labels: labels(nil)}, Rules: KubeletApproverEventRules()}
+	eventsBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: metav1.NamespaceDefault, Labels: labels(nil)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: KubeletApprover},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: KubeletApprover, Namespace: SystemNS}},
 	}
 	dep := &appsv1.Deployment{
@@ -69,7 +96,7 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 					Containers: []corev1.Container{{
 						Name:            "approver",
 						Image:           c.Images.EKSAMetrics,
-						Args:            []string{KubeletApproverCommand},
+						Args:            KubeletApproverArgs(c),
 						SecurityContext: hardened(65532),
 						Resources:       smallResources(),
 					}},
@@ -81,6 +108,8 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 		toObject("v1", "ServiceAccount", sa),
 		toObject("rbac.authorization.k8s.io/v1", "ClusterRole", role),
 		toObject("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding),
+		toObject("rbac.authorization.k8s.io/v1", "Role", events),
+		toObject("rbac.authorization.k8s.io/v1", "RoleBinding", eventsBinding),
 		toObject("apps/v1", "Deployment", dep),
 	}
 }

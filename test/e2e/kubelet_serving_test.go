@@ -2,13 +2,8 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
@@ -201,32 +196,9 @@ func kubeletCertificate(ip string, roots *x509.CertPool) (*x509.Certificate, err
 // names address, which is not the node's.
 func forgeServingRequest(t *testing.T, c *framework.Cluster, node, address string) string {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject:     pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
-		IPAddresses: []net.IP{net.ParseIP(address)},
-	}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig(t, "forger-"+node, "system:node:"+node, "system:nodes"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := kubernetes.NewForConfigOrDie(cfg)
-	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(context.Background(), &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-serving-"},
-		Spec: certificatesv1.CertificateSigningRequestSpec{
-			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeletServingSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("filing a serving request as %s: %v", node, err)
-	}
-	return csr.Name
+	return framework.FileServingRequest(t, kubernetes.NewForConfigOrDie(cfg), "forged-serving", node, nil, address)
 }

@@ -97,7 +97,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 	nodesOrg := []string{"system:nodes"}
 	file(node1, "own", "system:node:n1", nodesOrg, []string{"n1", "n1.example.internal"}, []string{"198.51.100.11"})
 	file(node1, "foreign-ip", "system:node:n1", nodesOrg, []string{"n1"}, []string{"198.51.100.12"})
-	file(node1, "foreign-dns", "system:node:n1", nodesOrg, []string{"kubernetes.default.svc"}, []string{"198.51.100.11"})
+	file(node1, "foreign-dns", "system:node:n1", nodesOrg, []string{"n2.example.internal"}, []string{"198.51.100.11"})
 	// The API server itself refuses a node's request in another node's name
 	// (NodeRestriction); a user's is the approver's to deny (from-a-user).
 	if err := fileErr(node1, "other-node", "system:node:n2", nodesOrg, []string{"n2"}, []string{"198.51.100.12"}); !apierrors.IsForbidden(err) {
@@ -113,7 +113,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 	file(node1, "other-signer", "system:node:n1", nodesOrg, nil, nil)
 	file(as("system:node:n4", "system:nodes"), "claimed-ip", "system:node:n4", nodesOrg, []string{"n4"}, []string{"198.51.100.14", "198.51.100.12"})
 
-	res, err := kubeletcsr.Pass(ctx, cp.Client)
+	res, err := kubeletcsr.Pass(ctx, cp.Client, kubeletcsr.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,16 +121,16 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 	want := map[string]string{
 		"own":                "Approved",
 		"foreign-ip":         "IP address 198.51.100.12 is not an address of node n1",
-		"foreign-dns":        "DNS name kubernetes.default.svc is not a name of node n1",
+		"foreign-dns":        `DNS name "n2.example.internal" is not a name of node n1`,
 		"user-as-other-node": "not by a node",
 		"client-auth":        `usage "client auth" is not one a serving certificate needs`,
-		"wrong-org":          "subject O [system:masters] is not [system:nodes]",
+		"wrong-org":          `subject O ["system:masters"] is not [system:nodes]`,
 		"uri":                "asks for e-mail or URI names",
 		"no-names":           "names no DNS name or IP address",
 		"from-a-user":        "not by a node",
 		"unregistered":       "pending",
 		"other-signer":       "pending",
-		"claimed-ip":         "198.51.100.12 is also an address of node n2",
+		"claimed-ip":         "IP address 198.51.100.12 was reported first by node n2",
 	}
 	for name, w := range want {
 		csr, err := cp.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
@@ -160,7 +160,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 		t.Errorf("pass: %d approved, %d denied, %d waiting; want 1, %d, 1", len(res.Approved), len(res.Denied), len(res.Waiting), len(want)-3)
 	}
 	// A second pass decides nothing again.
-	if again, err := kubeletcsr.Pass(ctx, cp.Client); err != nil || len(again.Approved)+len(again.Denied) != 0 {
+	if again, err := kubeletcsr.Pass(ctx, cp.Client, kubeletcsr.Policy{}); err != nil || len(again.Approved)+len(again.Denied) != 0 {
 		t.Errorf("second pass: %+v, %v", again, err)
 	}
 }

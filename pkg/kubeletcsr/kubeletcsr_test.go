@@ -1,0 +1,86 @@
+package kubeletcsr
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPolicyNeverApproves(t *testing.T) {
+	_, services, _ := net.ParseCIDR("10.96.0.0/12")
+	p := Policy{ServiceCIDRs: []*net.IPNet{services}, ControlPlaneEndpoint: "API.Example.Internal.", ServiceIPs: []net.IP{net.ParseIP("172.20.0.1")}}
+	for _, d := range []string{"*.kube-system.svc", "*", "node-*.example.internal", "kubernetes", "KUBERNETES.default", "kubernetes.default.svc.cluster.local.",
+		"prometheus.monitoring.svc", "x.svc.example.internal", "cluster.local", "n1.cluster.local", "localhost", "a.localhost", "api.example.internal",
+		"x\napproved", "-bad.example", strings.Repeat("a", 254)} {
+		if p.refuseDNS(d) == "" {
+			t.Errorf("DNS name %q is approved", d)
+		}
+	}
+	for _, d := range []string{"n1", "ip-10-0-0-5.ec2.internal", "kubernetes-worker-1", "worker.example.internal", "svc-node-1"} {
+		if why := p.refuseDNS(d); why != "" {
+			t.Errorf("DNS name %q refused: %s", d, why)
+		}
+	}
+	for _, ip := range []string{"127.0.0.1", "127.8.0.1", "::1", "169.254.169.254", "fe80::1", "0.0.0.0", "::", "224.0.0.1", "10.96.0.1", "10.111.255.254", "172.20.0.1"} {
+		if p.refuseIP(net.ParseIP(ip)) == "" {
+			t.Errorf("IP address %s is approved", ip)
+		}
+	}
+	for _, ip := range []string{"10.0.0.5", "10.95.255.255", "10.112.0.1", "198.51.100.11", "2001:db8::5"} {
+		if why := p.refuseIP(net.ParseIP(ip)); why != "" {
+			t.Errorf("IP address %s refused: %s", ip, why)
+		}
+	}
+	if (Policy{ControlPlaneEndpoint: "198.51.100.2"}).refuseIP(net.ParseIP("198.51.100.2")) == "" {
+		t.Error("the control-plane endpoint's address is approved")
+	}
+	if (Policy{ClusterDomain: "corp.internal"}).refuseDNS("x.corp.internal") == "" {
+		t.Error("a name in a cluster domain given is approved")
+	}
+}
+
+func TestOwnersAreTheOldestNodes(t *testing.T) {
+	node := func(name string, created time.Time, ips ...string) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}}
+		for _, ip := range ips {
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
+		}
+		return n
+	}
+	t0 := time.Unix(1_700_000_000, 0)
+	owners := ownersOf([]*corev1.Node{
+		node("evil", t0.Add(time.Minute), "198.51.100.66", "198.51.100.12", "198.51.100.13"),
+		node("n2", t0, "198.51.100.12"),
+		node("b", t0.Add(2*time.Minute), "198.51.100.13"),
+		node("a", t0.Add(2*time.Minute), "198.51.100.14"),
+		node("c", t0.Add(2*time.Minute), "198.51.100.14"),
+	})
+	for a, want := range map[string]string{"198.51.100.12": "n2", "198.51.100.66": "evil", "198.51.100.13": "evil", "198.51.100.14": "a", "n2": "n2"} {
+		if owners[a] != want {
+			t.Errorf("%s: owner %q, want %q", a, owners[a], want)
+		}
+	}
+}
+
+func TestTrimmedRequestsHoldNoLargeRequest(t *testing.T) {
+	big := &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{Request: make([]byte, MaxRequestBytes+1)},
+		ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	got := trimRequest(big)
+	if got.Spec.Request != nil || got.Annotations[trimmedAnnotation] == "" || got.ManagedFields != nil {
+		t.Errorf("a large request is kept: %d bytes, annotations %v", len(got.Spec.Request), got.Annotations)
+	}
+	small := trimRequest(&certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{Request: []byte("x")}})
+	if string(small.Spec.Request) != "x" || small.Annotations[trimmedAnnotation] != "" {
+		t.Errorf("a small request is changed: %+v", small)
+	}
+	n := trimNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"a": "b"}},
+		Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"x"}}}, Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.11"}}}})
+	if n.Name != "n1" || len(n.Status.Images) != 0 || n.Labels != nil || len(n.Status.Addresses) != 1 {
+		t.Errorf("trimmed Node: %+v", n)
+	}
+}

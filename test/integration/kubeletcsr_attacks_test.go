@@ -1,0 +1,254 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
+)
+
+// attackNode is a node's kubelet on the real API server: its own
+// credentials (system:node:<name> in system:nodes, so the Node authorizer
+// and NodeRestriction judge it), its own Node object, which it registers
+// and whose status it writes.
+type attackNode struct {
+	t      *testing.T
+	name   string
+	client kubernetes.Interface
+}
+
+func newAttackNode(t *testing.T, cp *framework.ControlPlane, name string, addresses ...corev1.NodeAddress) *attackNode {
+	t.Helper()
+	cfg := rest.CopyConfig(cp.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:node:" + name, Groups: []string{"system:nodes", "system:authenticated"}}
+	n := &attackNode{t: t, name: name, client: kubernetes.NewForConfigOrDie(cfg)}
+	ctx := context.Background()
+	created, err := n.client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("node %s registering itself: %v", name, err)
+	}
+	n.report(created, addresses...)
+	return n
+}
+
+// report writes addresses into the node's own status, as NodeRestriction
+// lets a kubelet.
+func (n *attackNode) report(node *corev1.Node, addresses ...corev1.NodeAddress) {
+	n.t.Helper()
+	ctx := context.Background()
+	if node == nil {
+		var err error
+		if node, err = n.client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{}); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	node.Status.Addresses = addresses
+	if _, err := n.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		n.t.Fatalf("node %s writing its own status: %v", n.name, err)
+	}
+}
+
+// file files a kubelet-serving request for names as the node's kubelet
+// does, and returns its name.
+func (n *attackNode) file(prefix string, dns []string, ips ...string) string {
+	n.t.Helper()
+	return framework.FileServingRequest(n.t, n.client, prefix, n.name, dns, ips...)
+}
+
+func addr(t corev1.NodeAddressType, a string) corev1.NodeAddress {
+	return corev1.NodeAddress{Type: t, Address: a}
+}
+
+// decision is a request's outcome: "Approved", "Denied: <message>" or
+// "pending".
+func decision(t *testing.T, client kubernetes.Interface, name string) string {
+	t.Helper()
+	csr, err := client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range csr.Status.Conditions {
+		switch c.Type {
+		case certificatesv1.CertificateApproved:
+			return "Approved"
+		case certificatesv1.CertificateDenied:
+			return "Denied: " + c.Message
+		}
+	}
+	return "pending"
+}
+
+// A compromised node on the real API server (Node,RBAC authorization,
+// NodeRestriction) writes into its own Node status every name that would
+// let a kubelet certificate pass for the API server or a Service, and files
+// a request for each: the approver, running as it runs in the cluster
+// (watches, the policy its Deployment is given), denies every one of them,
+// each with its reason in the condition, an event and one escaped log line,
+// while the node's request for its own names is approved. A node that later
+// claims an older node's address gets no certificate for it, and the older
+// node's requests are still approved. A request larger than any kubelet's
+// is denied without being read.
+func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
+	ctx := context.Background()
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	const endpoint = "198.51.100.2"
+	_, services, _ := net.ParseCIDR("10.96.0.0/12")
+	policy := kubeletcsr.Policy{ServiceCIDRs: []*net.IPNet{services}, ControlPlaneEndpoint: endpoint}
+
+	n1 := newAttackNode(t, cp, "n1", addr(corev1.NodeInternalIP, "198.51.100.11"), addr(corev1.NodeHostName, "n1"))
+	time.Sleep(1100 * time.Millisecond) // creation times have one-second steps: evil is the younger node
+	claims := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+		"prometheus.monitoring.svc", "etcd.cluster.local", "localhost", "*.kube-system.svc", "*.example.internal", "cp.example.internal"}
+	ips := []string{"10.96.0.1", "10.100.4.2", "127.0.0.1", "169.254.169.254", endpoint, "198.51.100.11", "::1", "fe80::1"}
+	addrs := []corev1.NodeAddress{addr(corev1.NodeInternalIP, "198.51.100.66"), addr(corev1.NodeHostName, "evil")}
+	for _, c := range claims {
+		addrs = append(addrs, addr(corev1.NodeInternalDNS, c))
+	}
+	for _, ip := range ips {
+		addrs = append(addrs, addr(corev1.NodeExternalIP, ip))
+	}
+	evil := newAttackNode(t, cp, "evil", addrs...)
+	policyWithEndpointName := policy
+	policyWithEndpointName.ControlPlaneEndpoint = "cp.example.internal"
+
+	var log framework.LockedBuffer
+	recorder, stopEvents := kubeletcsr.NewEvents(cp.Client)
+	defer stopEvents()
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	run := func(p kubeletcsr.Policy) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := &kubeletcsr.Approver{Client: cp.Client, Policy: p, Log: &log, Events: recorder}
+			if err := a.Run(runCtx, 5*time.Second); err != nil {
+				t.Errorf("approver: %v", err)
+			}
+		}()
+	}
+	run(policy)
+
+	want := map[string]string{}
+	want[n1.file("own", []string{"n1"}, "198.51.100.11")] = "Approved"
+	want[evil.file("own", []string{"evil"}, "198.51.100.66")] = "Approved"
+	for _, c := range claims[:len(claims)-1] {
+		want[evil.file("dns", []string{"evil", c}, "198.51.100.66")] = "is never approved"
+	}
+	for _, ip := range ips {
+		w := "is never approved"
+		if ip == "198.51.100.11" {
+			w = "was reported first by node n1"
+		}
+		want[evil.file("ip", []string{"evil"}, "198.51.100.66", ip)] = w
+	}
+	// More names than a kubelet asks for, each its own.
+	many := []string{"evil"}
+	for i := range kubeletcsr.MaxNames {
+		many = append(many, fmt.Sprintf("evil-%d", i))
+	}
+	evil.report(nil, append(addrs, func() (out []corev1.NodeAddress) {
+		for _, m := range many[1:] {
+			out = append(out, addr(corev1.NodeInternalDNS, m))
+		}
+		return out
+	}()...)...)
+	want[evil.file("many", many, "198.51.100.66")] = "more than a kubelet asks for"
+	// A request larger than any kubelet's, not parsed: about 40 KiB of names.
+	var big []string
+	for i := range 2000 {
+		big = append(big, fmt.Sprintf("evil-%04d.example.internal", i))
+	}
+	want[evil.file("big", big, "198.51.100.66")] = "not read"
+	// A name that would start a line of its own in a log.
+	want[evil.file("log", []string{"evil", "x\napproved kube-apiserver-impersonation"}, "198.51.100.66")] = "is never approved"
+
+	for name, w := range want {
+		framework.WaitFor(t, "a decision on "+name, 60*time.Second, func() (bool, error) {
+			got := decision(t, cp.Client, name)
+			if got == "pending" {
+				return false, nil
+			}
+			if got == w || (strings.HasPrefix(got, "Denied: ") && w != "Approved" && strings.Contains(got, w)) {
+				t.Logf("%s: %s", name, got)
+				return true, nil
+			}
+			return false, fmt.Errorf("%s: %s, want %s", name, got, w)
+		})
+	}
+	cancel()
+	wg.Wait()
+
+	// The control-plane endpoint given as a name.
+	runCtx, cancel = context.WithCancel(ctx)
+	run(policyWithEndpointName)
+	name := evil.file("endpoint-name", []string{"evil", "cp.example.internal"}, "198.51.100.66")
+	framework.WaitFor(t, "the endpoint's name refused", 60*time.Second, func() (bool, error) {
+		got := decision(t, cp.Client, name)
+		return strings.Contains(got, "the cluster's control-plane endpoint"), nil
+	})
+	cancel()
+	wg.Wait()
+
+	// No line of the log starts with a decision it did not make.
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.HasPrefix(l, "approved kube-apiserver") || (l != "" && !strings.HasPrefix(l, "approved csr=") && !strings.HasPrefix(l, "denied csr=") && !strings.HasPrefix(l, "approving ") && !strings.HasPrefix(l, "error: ")) {
+			t.Errorf("a log line the approver did not write as such: %q", l)
+		}
+	}
+	// An event per decision, in the default namespace.
+	framework.WaitFor(t, "an event on every request decided", 30*time.Second, func() (bool, error) {
+		list, err := cp.Client.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		seen := map[string]bool{}
+		for _, e := range list.Items {
+			if e.ReportingController == kubeletcsr.Component && e.Regarding.Kind == "CertificateSigningRequest" {
+				seen[e.Regarding.Name] = true
+			}
+		}
+		for n := range want {
+			if !seen[n] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// The older node keeps its address: a younger node that claims it is
+// denied it, and the older node's later requests (a renewal) are approved;
+// the claim does not make the approver deny the node it names.
+func TestKubeletServingApproverKeepsAnAddressWithItsFirstNode(t *testing.T) {
+	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	n2 := newAttackNode(t, cp, "n2", addr(corev1.NodeInternalIP, "198.51.100.12"))
+	time.Sleep(1100 * time.Millisecond)
+	evil := newAttackNode(t, cp, "evil", addr(corev1.NodeInternalIP, "198.51.100.66"), addr(corev1.NodeExternalIP, "198.51.100.12"))
+	claim := evil.file("claim", []string{"evil"}, "198.51.100.66", "198.51.100.12")
+	own := n2.file("own", []string{"n2"}, "198.51.100.12")
+	if _, err := kubeletcsr.Pass(context.Background(), cp.Client, kubeletcsr.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	renewal := n2.file("renewal", []string{"n2"}, "198.51.100.12")
+	if _, err := kubeletcsr.Pass(context.Background(), cp.Client, kubeletcsr.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range map[string]string{claim: "was reported first by node n2", own: "Approved", renewal: "Approved"} {
+		if got := decision(t, cp.Client, name); got != w && !(w != "Approved" && strings.Contains(got, w)) {
+			t.Errorf("%s: %s, want %s", name, got, w)
+		}
+	}
+}
