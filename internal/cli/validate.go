@@ -39,7 +39,7 @@ func (e *validateFailedError) Error() string {
 func NewCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
 	o := &ValidateOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "validate -f cluster.yaml [--from old.yaml] [--kubeconfig K] [-o text|json|junit]",
+		Use:   "validate -f cluster.yaml|DIR [--from old.yaml|BASE_DIR] [--kubeconfig K] [-o text|json|junit]",
 		Short: "Pre-upgrade checks for CI: the spec, versions, flags, RBAC, the upgrade diff and live drift",
 		Long: `Run named checks, each with a result (pass, warn, fail, skipped) and, when not
 passing, a remediation. Offline by default; --from compares with the spec of the
@@ -60,7 +60,7 @@ fails, 1 when a check could not run.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&o.Filenames, "filename", "f", nil, "cluster spec file with a metrics section (- for stdin); repeat it, or name a directory, for a fleet")
-	fl.StringVar(&o.From, "from", "", "the same spec before the change (the base branch), for the upgrade checks")
+	fl.StringVar(&o.From, "from", "", "the same spec before the change (the base branch), for the upgrade checks; with -f DIR, the same directory on the base branch")
 	o.ClusterFlags.bind(fl)
 	fl.StringVarP(&o.Output, "output", "o", "text", "text, json or junit")
 	fl.StringSliceVar(&o.Skip, "skip", nil, "checks to skip, by name (repeatable)")
@@ -125,35 +125,7 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	in := &validate.Input{Path: files[0]}
-	in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[0], opts)
-	if o.From != "" {
-		in.OldPath = o.From
-		if in.OldErr = fromFileProblem(o.From); in.OldErr == nil {
-			var lerr, rerr error
-			_, in.Old, lerr, rerr = o.load(o.From, opts)
-			if in.OldErr = lerr; in.OldErr == nil {
-				in.OldErr = rerr
-			}
-			// A base without a metrics section is the spec before
-			// eksa-metrics is adopted: nothing was rendered before.
-			var ie *spec.InvalidError
-			if errors.As(lerr, &ie) && ie.NoMetricsSection != "" && in.Result != nil {
-				in.Old, in.OldErr = render.Nothing(in.Result), nil
-				in.Old.Config = &spec.Config{ClusterName: ie.NoMetricsSection}
-				in.OldNothing = "nothing of eksa-metrics was applied before"
-			}
-		}
-	}
-	// A spec without a metrics section whose --from has one: the section
-	// is removed, which apply --uninstall performs.
-	var ie *spec.InvalidError
-	if errors.As(in.LoadErr, &ie) && ie.NoMetricsSection != "" && in.Old != nil && in.OldNothing == "" {
-		if r, err := renderNothing(o.f, files[0], opts); err == nil {
-			in.Result, in.LoadErr = r, nil
-			in.Nothing = "no metrics section: eksa-metrics apply --uninstall takes back everything of eksa-metrics"
-		}
-	}
+	in := o.input(files[0], o.From, opts)
 	if o.Kubeconfig != "" && in.Result != nil {
 		// An unreachable cluster does not hide the offline results: the online
 		// checks are reported as not run.
@@ -181,6 +153,55 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 		return err
 	}
 	return o.outcome(results)
+}
+
+// input loads the spec at path and, when from is set, its version on the
+// base branch for the upgrade checks: a base without a metrics section is
+// the spec before eksa-metrics is adopted (nothing was rendered before), a
+// spec without one whose base has one is the section removed (apply
+// --uninstall takes everything back).
+func (o *ValidateOptions) input(path, from string, opts spec.Options) *validate.Input {
+	in := &validate.Input{Path: path}
+	in.File, in.Result, in.LoadErr, in.RenderErr = o.load(path, opts)
+	if from != "" {
+		o.addFrom(in, from, opts)
+	}
+	return in
+}
+
+// addFrom gives a loaded input its base-branch version (see input).
+func (o *ValidateOptions) addFrom(in *validate.Input, from string, opts spec.Options) {
+	in.OldPath = from
+	if in.OldErr = fromFileProblem(from); in.OldErr == nil {
+		var lerr, rerr error
+		_, in.Old, lerr, rerr = o.load(from, opts)
+		if in.OldErr = lerr; in.OldErr == nil {
+			in.OldErr = rerr
+		}
+		var ie *spec.InvalidError
+		if errors.As(lerr, &ie) && ie.NoMetricsSection != "" && in.Result != nil {
+			in.Old, in.OldErr = render.Nothing(in.Result), nil
+			in.Old.Config = &spec.Config{ClusterName: ie.NoMetricsSection}
+			in.OldNothing = "nothing of eksa-metrics was applied before"
+		}
+	}
+	var ie *spec.InvalidError
+	if errors.As(in.LoadErr, &ie) && ie.NoMetricsSection != "" && in.Old != nil && in.OldNothing == "" {
+		if r, err := renderNothing(o.f, in.Path, opts); err == nil {
+			in.Result, in.LoadErr = r, nil
+			in.Nothing = "no metrics section: eksa-metrics apply --uninstall takes back everything of eksa-metrics"
+		}
+	}
+}
+
+// markNew makes a loaded input the spec of a cluster new in the change (a cluster -f DIR has
+// and --from DIR has not): nothing of eksa-metrics was applied before.
+func markNew(in *validate.Input) {
+	if in.Result != nil {
+		in.Old, in.OldPath = render.Nothing(in.Result), "(none)"
+		in.Old.Config = &spec.Config{ClusterName: in.Result.Config.ClusterName}
+		in.OldNothing = "the cluster's spec is new in --from's tree: nothing of eksa-metrics was applied before"
+	}
 }
 
 func (o *ValidateOptions) skipSet() map[string]bool {
@@ -213,12 +234,24 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 	if err != nil {
 		return err
 	}
+	var base *fromTree
+	if o.From != "" {
+		if base, err = o.fromTree(files); err != nil {
+			return err
+		}
+	}
 	inputs := make([]*validate.Input, len(files))
 	engine.Parallel(ctx, len(files), 0, func(i int) {
-		in := &validate.Input{Path: files[i]}
-		in.File, in.Result, in.LoadErr, in.RenderErr = o.load(files[i], opts)
-		inputs[i] = in
+		from := ""
+		if base != nil {
+			from = base.byPath[files[i]]
+		}
+		inputs[i] = o.input(files[i], from, opts)
 	})
+	var removed []validate.FileReport
+	if base != nil {
+		removed = o.pairByName(ctx, base, inputs, opts)
+	}
 	// Each cluster needs one spec, as generate holds it: the first in
 	// input order stands, the next fails to load.
 	owner := map[string]string{}
@@ -251,6 +284,7 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 		}
 		reports[i] = validate.FileReport{File: files[i], Results: results}
 	})
+	reports = append(reports, removed...)
 	var all []validate.Result
 	adopted := 0
 	for _, r := range reports {

@@ -276,3 +276,52 @@ func TestValidateFleetAdoptsGradually(t *testing.T) {
 		t.Errorf("nothing adopted: exit %d\n%s", code, stderr)
 	}
 }
+
+// validate -f DIR --from DIR pairs each spec with its base by path, then by
+// cluster name where it moved; a cluster new in the change is compared with
+// nothing applied, one whose spec the change removes is a warning (--strict
+// fails), one never adopted is left alone; each pair gets the verdict it
+// gets given as two files.
+func TestValidateFleetFromABaseTree(t *testing.T) {
+	base, cur := filepath.Join(t.TempDir(), "base"), filepath.Join(t.TempDir(), "clusters")
+	bind, proxy := okScrapers+"  exposure: bindAddress\n  allowInsecure: true\n", okScrapers+"  exposure: proxy\n"
+	oldA := writeSpec(t, base, "a.yaml", specWith("a", bind))
+	writeSpec(t, base, "old-place/b.yaml", specWith("b", proxy))
+	writeSpec(t, base, "gone.yaml", specWith("g", proxy))
+	bare := specWith("n", okScrapers)
+	writeSpec(t, base, "never.yaml", bare[:strings.Index(bare, "\n---\n")+1])
+	curA := writeSpec(t, cur, "a.yaml", specWith("a", proxy))
+	writeSpec(t, cur, "moved/b.yaml", specWith("b", proxy))
+	writeSpec(t, cur, "e.yaml", specWith("e", proxy))
+
+	pairCode, pairOut, _ := run(t, "", "validate", "-f", curA, "--from", oldA)
+	code, stdout, stderr := run(t, "", "validate", "-f", cur, "--from", base)
+	if strings.Contains(stdout, "no --from spec to compare with") {
+		t.Errorf("a spec was compared with nothing:\n%s", stdout)
+	}
+	if code != pairCode {
+		t.Errorf("exit %d, the pair a.yaml alone %d\n%s%s\n%s", code, pairCode, stdout, stderr, pairOut)
+	}
+	for _, want := range []string{
+		"cluster g has a spec in --from " + base + " and none in -f " + cur,
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "never.yaml") {
+		t.Errorf("a cluster never adopted is reported:\n%s", stdout)
+	}
+	_, js, _ := run(t, "", "validate", "-f", cur, "--from", base, "-o", "json")
+	for _, want := range []string{filepath.Join(base, "old-place/b.yaml"), oldA, "new in --from's tree"} {
+		if !strings.Contains(js, want) {
+			t.Errorf("no upgrade-diff with %s:\n%s", want, js)
+		}
+	}
+	if code, _, _ := run(t, "", "validate", "-f", cur, "--from", base, "--strict"); code != ExitInvalid {
+		t.Errorf("--strict with a removed spec: exit %d, want %d", code, ExitInvalid)
+	}
+	if code, _, stderr := run(t, "", "validate", "-f", cur, "--from", oldA); code != ExitUsage || !strings.Contains(stderr, "must be one too") {
+		t.Errorf("-f DIR --from FILE: exit %d\n%s", code, stderr)
+	}
+}
