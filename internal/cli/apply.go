@@ -269,7 +269,7 @@ func (v singleValue) String() string {
 
 func (v singleValue) Set(s string) error {
 	if *v.p != "" {
-		return fmt.Errorf("given twice (%q and %q); this command works on one cluster spec", *v.p, s)
+		return fmt.Errorf("given twice (%q and %q): give it once, the second would silently replace the first", *v.p, s)
 	}
 	*v.p = s
 	return nil

@@ -60,7 +60,7 @@ fails, 1 when a check could not run.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&o.Filenames, "filename", "f", nil, "cluster spec file with a metrics section (- for stdin); repeat it, or name a directory, for a fleet")
-	fl.StringVar(&o.From, "from", "", "the same spec before the change (the base branch), for the upgrade checks; with -f DIR, the same directory on the base branch")
+	fl.Var(singleValue{&o.From}, "from", "the same spec before the change (the base branch), for the upgrade checks; with -f DIR, the same directory on the base branch")
 	o.ClusterFlags.bind(fl)
 	fl.StringVarP(&o.Output, "output", "o", "text", "text, json or junit")
 	fl.StringSliceVar(&o.Skip, "skip", nil, "checks to skip, by name (repeatable)")

@@ -325,3 +325,13 @@ func TestValidateFleetFromABaseTree(t *testing.T) {
 		t.Errorf("-f DIR --from FILE: exit %d\n%s", code, stderr)
 	}
 }
+
+// --from names one base: a second one is an error, not a silent choice.
+func TestValidateFromGivenTwice(t *testing.T) {
+	dir := t.TempDir()
+	a := writeSpec(t, dir, "a.yaml", specWith("a", okScrapers))
+	b := writeSpec(t, dir, "b.yaml", specWith("a", okScrapers))
+	if code, _, stderr := run(t, "", "validate", "-f", a, "--from", b, "--from", a); code != ExitUsage || !strings.Contains(stderr, "given twice") {
+		t.Errorf("exit %d\n%s", code, stderr)
+	}
+}
