@@ -117,7 +117,15 @@ func (o *ValidateOptions) Run(ctx context.Context) error {
 	}
 	if len(files) != 1 || files[0] != o.Filenames[0] {
 		if len(files) == 0 {
-			return &spec.InvalidError{Problems: []spec.Problem{{File: strings.Join(o.Filenames, ", "), Detail: "no cluster spec (a YAML file with kind: Cluster) found; nothing was validated"}}}
+			where := strings.Join(o.Filenames, ", ")
+			detail := "no cluster spec (a YAML file with kind: Cluster) found; nothing was validated"
+			if o.Output != "text" {
+				// CI publishes the report: one failed case, not an empty file.
+				if err := o.writeFleet([]validate.FileReport{{File: where, Results: []validate.Result{{Name: "spec-loads", Status: validate.Fail, Message: detail}}}}); err != nil {
+					return err
+				}
+			}
+			return &spec.InvalidError{Problems: []spec.Problem{{File: where, Detail: detail}}}
 		}
 		return o.runFleet(ctx, files)
 	}
@@ -201,6 +209,18 @@ func markNew(in *validate.Input) {
 		in.Old, in.OldPath = render.Nothing(in.Result), "(none)"
 		in.Old.Config = &spec.Config{ClusterName: in.Result.Config.ClusterName}
 		in.OldNothing = "the cluster's spec is new in --from's tree: nothing of eksa-metrics was applied before"
+	}
+}
+
+// writeFleet writes a fleet's reports in the -o format.
+func (o *ValidateOptions) writeFleet(reports []validate.FileReport) error {
+	switch o.Output {
+	case "json":
+		return validate.WriteFleetJSON(o.f.IOStreams.Out, reports)
+	case "junit":
+		return validate.WriteFleetJUnit(o.f.IOStreams.Out, reports)
+	default:
+		return validate.WriteFleetText(o.f.IOStreams.Out, reports)
 	}
 }
 
@@ -293,15 +313,7 @@ func (o *ValidateOptions) runFleet(ctx context.Context, files []string) error {
 			adopted++
 		}
 	}
-	switch o.Output {
-	case "json":
-		err = validate.WriteFleetJSON(o.f.IOStreams.Out, reports)
-	case "junit":
-		err = validate.WriteFleetJUnit(o.f.IOStreams.Out, reports)
-	default:
-		err = validate.WriteFleetText(o.f.IOStreams.Out, reports)
-	}
-	if err != nil {
+	if err := o.writeFleet(reports); err != nil {
 		return err
 	}
 	if adopted == 0 {

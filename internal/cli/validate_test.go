@@ -335,3 +335,21 @@ func TestValidateFromGivenTwice(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, stderr)
 	}
 }
+
+// A directory with no spec fails, and -o json and -o junit still write a
+// report with the failed case, which CI publishes.
+func TestValidateEmptyDirectoryWritesAFailedReport(t *testing.T) {
+	dir := t.TempDir()
+	for _, o := range []string{"json", "junit"} {
+		code, stdout, stderr := run(t, "", "validate", "-f", dir, "-o", o)
+		if code != ExitInvalid || !strings.Contains(stdout, "no cluster spec") || !strings.Contains(stderr, "no cluster spec") {
+			t.Errorf("-o %s: exit %d\nstdout: %s\nstderr: %s", o, code, stdout, stderr)
+		}
+	}
+	if _, js, _ := run(t, "", "validate", "-f", dir, "-o", "json"); !strings.Contains(js, `"fail": 1`) {
+		t.Errorf("the JSON report counts no failure:\n%s", js)
+	}
+	if _, x, _ := run(t, "", "validate", "-f", dir, "-o", "junit"); !strings.Contains(x, "<failure") {
+		t.Errorf("the JUnit report has no failed case:\n%s", x)
+	}
+}
