@@ -108,11 +108,11 @@ func (o *GenerateOptions) Run() error {
 		return err
 	}
 	if len(files) != 1 || files[0] != o.Filenames[0] {
-		if o.Output != "kustomize" {
-			return usageErrorf("several specs (%d from %s) are written as one directory per cluster: add -o kustomize --output-dir DIR", len(files), quoteList(o.Filenames))
-		}
 		if len(files) == 0 {
 			return &spec.InvalidError{Problems: []spec.Problem{{File: strings.Join(o.Filenames, ", "), Detail: "no cluster spec (a YAML file with kind: Cluster) found"}}}
+		}
+		if o.Output != "kustomize" {
+			return usageErrorf("several specs (%d from %s) are written as one directory per cluster: add -o kustomize --output-dir DIR", len(files), quoteList(o.Filenames))
 		}
 		return o.generateFleet(context.Background(), files)
 	}

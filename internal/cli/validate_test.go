@@ -353,3 +353,14 @@ func TestValidateEmptyDirectoryWritesAFailedReport(t *testing.T) {
 		t.Errorf("the JUnit report has no failed case:\n%s", x)
 	}
 }
+
+// generate -f EMPTYDIR says that it found no spec, whatever -o.
+func TestGenerateEmptyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"-o", "yaml"}, {"-o", "kustomize", "--output-dir", filepath.Join(t.TempDir(), "out")}} {
+		code, _, stderr := run(t, "", append([]string{"generate", "-f", dir}, args...)...)
+		if code != ExitInvalid || !strings.Contains(stderr, "no cluster spec") || strings.Contains(stderr, "several specs") {
+			t.Errorf("%v: exit %d\n%s", args, code, stderr)
+		}
+	}
+}
