@@ -111,6 +111,21 @@ func TestKubeletServingCertificates(t *testing.T) {
 		}
 		return false, nil
 	})
+	// Its ServiceAccount may write the event on each decision (a Role in
+	// default, where events on a cluster-scoped request go).
+	framework.WaitFor(t, "the approver's events on its decisions", 30*time.Second, func() (bool, error) {
+		list, err := c.Client.EventsV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		n := 0
+		for _, e := range list.Items {
+			if e.ReportingController == kubeletcsr.Component && e.Regarding.Kind == "CertificateSigningRequest" {
+				n++
+			}
+		}
+		return n >= len(c.Nodes)+1, nil
+	})
 	for _, n := range c.Nodes {
 		var cert *x509.Certificate
 		framework.WaitFor(t, "kubelet@"+n.Name+" serving a certificate of the cluster CA", 60*time.Second, func() (bool, error) {
