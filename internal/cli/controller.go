@@ -253,7 +253,7 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IOStreams.ErrOut, "eksa-metrics controller %s starting\n", Version)
+	fmt.Fprintf(f.IOStreams.ErrOut, "eksa-metrics controller %s starting\n", buildVersion())
 	return mgr.Start(ctx)
 }
 

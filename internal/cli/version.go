@@ -25,21 +25,43 @@ var Commit = ""
 // between tags (v1.2.3-4-gabcdef0, -dirty) is not a release.
 var releaseVersion = regexp.MustCompile(`^v[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.?[0-9]*)?$`)
 
+// buildVersion is the version of this build: Version when it was linked in
+// (make build, a release), else the module version Go records for
+// `go install github.com/eksa-metrics/eksa-metrics/cmd/eksa-metrics@vX.Y.Z`
+// (and @latest, which resolves to the newest tag), else "dev".
+func buildVersion() string {
+	return versionOf(Version, readBuildInfo)
+}
+
+var readBuildInfo = debug.ReadBuildInfo
+
+func versionOf(linked string, read func() (*debug.BuildInfo, bool)) string {
+	if linked != "dev" && linked != "" {
+		return linked
+	}
+	if info, ok := read(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}
+
 // defaultControllerImage is the image `controller manifests` installs without
-// --image: for a release build, the image of that same release
-// (config.ImageRepository tagged with Version); "" for any other build (dev,
-// a commit), which has no published image: --image is then required.
+// --image, and the default of images.eksaMetrics: for a release build, and
+// for `go install ...@<release tag>` (or @latest), the image of that same
+// release (config.ImageRepository tagged with the version); "" for any other
+// build (dev, a commit, a pseudo-version), which has no published image.
 func defaultControllerImage() string {
-	if !releaseVersion.MatchString(Version) {
+	v := buildVersion()
+	if !releaseVersion.MatchString(v) {
 		return ""
 	}
-	return config.ImageRepository + ":" + Version
+	return config.ImageRepository + ":" + v
 }
 
 // noImage is what version says and controller manifests refuses with when
 // the build has no published image.
 func noImage() string {
-	return fmt.Sprintf("this eksa-metrics (%s) is not a release build, so no published image matches it: build one with make image (bin/eksa-metrics-image.tar; docker load, crane push or skopeo copy docker-archive:), push it and pass --image <registry>/eksa-metrics:<tag>@sha256:<digest>", Version)
+	return fmt.Sprintf("this eksa-metrics (%s) is not a release build, so no published image matches it: build one with make image (bin/eksa-metrics-image.tar; docker load, crane push or skopeo copy docker-archive:), push it and pass --image <registry>/eksa-metrics:<tag>@sha256:<digest>", buildVersion())
 }
 
 // versionInfo is what `version` prints; its JSON form is a stable schema.
@@ -66,7 +88,7 @@ type eksaRange struct {
 
 func currentVersion() versionInfo {
 	return versionInfo{
-		Version:         Version,
+		Version:         buildVersion(),
 		Commit:          commit(),
 		GoVersion:       runtime.Version(),
 		Kubernetes:      kubeRange{Min: spec.MinKube.String(), Max: spec.MaxKube.String()},

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -76,5 +77,35 @@ func TestControllerImageFollowsRelease(t *testing.T) {
 		if !strings.Contains(vout, "controller image: "+want+"\n") {
 			t.Errorf("Version %q: version says\n%s", version, vout)
 		}
+	}
+}
+
+// A build's version, and so its default image, is the linked Version, else
+// the module version `go install ...@tag` records: one spec gets one
+// verdict from a release build and from go install of the same release.
+func TestBuildVersionOfEveryBuild(t *testing.T) {
+	info := func(v string) func() (*debug.BuildInfo, bool) {
+		return func() (*debug.BuildInfo, bool) { return &debug.BuildInfo{Main: debug.Module{Path: "github.com/eksa-metrics/eksa-metrics", Version: v}}, true }
+	}
+	for _, tc := range []struct{ linked, module, want string }{
+		{"v0.27.0", "(devel)", "v0.27.0"},
+		{"dev", "v0.27.0", "v0.27.0"},
+		{"dev", "(devel)", "dev"},
+		{"dev", "v0.0.0-20261206120000-abcdef012345", "v0.0.0-20261206120000-abcdef012345"},
+		{"3f4f793-dirty", "v0.27.0", "3f4f793-dirty"},
+	} {
+		if got := versionOf(tc.linked, info(tc.module)); got != tc.want {
+			t.Errorf("linked %q, module %q: %q, want %q", tc.linked, tc.module, got, tc.want)
+		}
+	}
+	old := readBuildInfo
+	defer func() { readBuildInfo = old }()
+	readBuildInfo = info("v0.27.0")
+	if got := defaultControllerImage(); Version == "dev" && got != config.ImageRepository+":v0.27.0" {
+		t.Errorf("go install @v0.27.0: default image %q", got)
+	}
+	readBuildInfo = info("v0.0.0-20261206120000-abcdef012345")
+	if got := defaultControllerImage(); Version == "dev" && got != "" {
+		t.Errorf("a pseudo-version has a default image: %q", got)
 	}
 }
