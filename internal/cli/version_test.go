@@ -85,7 +85,9 @@ func TestControllerImageFollowsRelease(t *testing.T) {
 // verdict from a release build and from go install of the same release.
 func TestBuildVersionOfEveryBuild(t *testing.T) {
 	info := func(v string) func() (*debug.BuildInfo, bool) {
-		return func() (*debug.BuildInfo, bool) { return &debug.BuildInfo{Main: debug.Module{Path: "github.com/eksa-metrics/eksa-metrics", Version: v}}, true }
+		return func() (*debug.BuildInfo, bool) {
+			return &debug.BuildInfo{Main: debug.Module{Path: "github.com/eksa-metrics/eksa-metrics", Version: v}}, true
+		}
 	}
 	for _, tc := range []struct{ linked, module, want string }{
 		{"v0.27.0", "(devel)", "v0.27.0"},
