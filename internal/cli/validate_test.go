@@ -364,3 +364,38 @@ func TestGenerateEmptyDirectory(t *testing.T) {
 		}
 	}
 }
+
+// Turning tls.kubeletServingCertificates on or off makes EKS Anywhere
+// replace every machine (the cluster.yaml edit): a warning with the order
+// in every output format, which --strict fails.
+func TestValidateMachineReplacementIsAWarning(t *testing.T) {
+	dir := t.TempDir()
+	block := func(s string) string {
+		return strings.Replace(s, "controlPlaneConfiguration: {count: 1}", "controlPlaneConfiguration:\n    count: 1", 1)
+	}
+	off := writeSpec(t, dir, "off.yaml", block(specWith("k", okScrapers)))
+	on := writeSpec(t, dir, "on.yaml", block(specWith("k", okScrapers+"  images: {eksaMetrics: registry.example.com/eksa-metrics:v1}\n  tls: {kubeletServingCertificates: true}\n")))
+	for _, tc := range []struct{ cur, old, order string }{{on, off, "apply first"}, {off, on, "upgrade the cluster with it before this apply"}} {
+		for _, o := range []string{"text", "json", "junit"} {
+			_, stdout, stderr := run(t, "", "validate", "-f", tc.cur, "--from", tc.old, "-o", o)
+			if !strings.Contains(stdout, "replaces every machine") || !strings.Contains(stdout, tc.order) {
+				t.Errorf("%s from %s, -o %s: no warning with the order %q\n%s%s", tc.cur, tc.old, o, tc.order, stdout, stderr)
+			}
+		}
+		if code, stdout, _ := run(t, "", "validate", "-f", tc.cur, "--from", tc.old, "--strict"); code != ExitInvalid {
+			t.Errorf("--strict: exit %d, want %d\n%s", code, ExitInvalid, stdout)
+		}
+	}
+}
+
+// A -f spec that does not load beside a --from that does: upgrade-diff is
+// skipped, not a crash.
+func TestValidateUnloadableSpecWithFrom(t *testing.T) {
+	dir := t.TempDir()
+	old := writeSpec(t, dir, "old.yaml", specWith("k", okScrapers))
+	cur := writeSpec(t, dir, "cur.yaml", specWith("k", okScrapers+"  tls: {kubeletServingCertificates: true}\n  images: {eksaMetrics: registry.example.com/e:v1}\n"))
+	code, stdout, stderr := run(t, "", "validate", "-f", cur, "--from", old)
+	if code != ExitInvalid || !strings.Contains(stdout, "upgrade-diff: the spec does not load") {
+		t.Errorf("exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -50,6 +50,9 @@ type Change struct {
 	// By names who makes a change that apply does not make (the Cluster's
 	// kubeletConfiguration in cluster.yaml, which EKS Anywhere rolls out).
 	By string `json:"by,omitempty"`
+	// ReplacesMachines: the change (ours, or EKS Anywhere's because of our
+	// cluster.yaml edit) replaces every machine of the cluster.
+	ReplacesMachines bool `json:"replacesMachines,omitempty"`
 }
 
 // String is the change for a person: "update KubeadmControlPlane
@@ -132,7 +135,7 @@ func Transition(old, cur *Result) []Change {
 func kubeletChange(old, cur *Result) (Change, bool) {
 	b, a := old.Config.KubeletServingCertificates, cur.Config.KubeletServingCertificates
 	ch := Change{Destination: Management, Kind: "Cluster", Name: cur.Config.ClusterName, Action: ActionEdit,
-		By: "eksctl anywhere upgrade cluster -f cluster.yaml", Restarts: "EKS Anywhere replaces every machine"}
+		By: "eksctl anywhere upgrade cluster -f cluster.yaml", Restarts: "EKS Anywhere replaces every machine", ReplacesMachines: true}
 	switch {
 	case a == b:
 		return ch, false

@@ -305,9 +305,12 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	}
 	changes := render.Transition(in.Old, in.Result)
 	var details []string
-	var rolls, restarts []string
+	var rolls, restarts, replaces []string
 	for _, ch := range changes {
 		details = append(details, ch.String())
+		if ch.ReplacesMachines {
+			replaces = append(replaces, fmt.Sprintf("%s replaces every machine (%s)", ch.By, ch.Reason))
+		}
 		if ch.RollsControlPlane {
 			rolls = append(rolls, templates.ObjectName(ch.Kind, ch.Namespace, ch.Name))
 		}
@@ -353,10 +356,20 @@ func checkUpgradeDiff(_ context.Context, in *Input) Result {
 	if len(restarts) > 0 {
 		msg += "; pods restart: " + strings.Join(restarts, ", ")
 	}
+	if len(replaces) > 0 {
+		msg += "; " + strings.Join(replaces, "; ")
+	}
 	r := Result{Status: Pass, Message: msg, Details: details, Changes: changes}
+	var remedies []string
 	if len(rolls) > 0 {
+		remedies = append(remedies, "plan the control-plane rollout, then "+applyFlags+" with --allow-control-plane-rollout")
+	}
+	if len(replaces) > 0 {
+		remedies = append(remedies, "plan the replacement of every machine, in the order the change says")
+	}
+	if len(remedies) > 0 {
 		r.Status = Warn
-		r.Remediation = "plan the control-plane rollout, then " + applyFlags + " with --allow-control-plane-rollout"
+		r.Remediation = strings.Join(remedies, "; ")
 	}
 	return r
 }
