@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"slices"
 	"time"
 
@@ -95,7 +96,8 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 			}
 		}
 		var why error
-		if csr.Annotations[trimmedAnnotation] != "" {
+		if len(csr.Spec.Request) == 0 {
+			// The API server refuses an empty request: trimRequest dropped it.
 			why = fmt.Errorf("spec.request is larger than any kubelet's request (%d bytes): not read", MaxRequestBytes)
 		} else {
 			why = check(csr, node, owners, a.Policy)
@@ -146,22 +148,15 @@ func decided(csr *certificatesv1.CertificateSigningRequest) bool {
 	})
 }
 
-// trimmedAnnotation marks a cached request whose spec.request was dropped
-// for its size.
-const trimmedAnnotation = "eksa-metrics.anywhere.eks.amazonaws.com/request-not-cached"
-
 // trimRequest is what the approver keeps of a request: everything but a
-// spec.request larger than MaxRequestBytes (then nil, and marked), and no
+// spec.request larger than MaxRequestBytes (then nil: the API server
+// accepts no request without one, so nil says it was too large), and no
 // managed fields, so that the memory the cache holds is bounded per request
 // whatever a node files.
 func trimRequest(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.CertificateSigningRequest {
 	csr.ManagedFields = nil
 	if len(csr.Spec.Request) > MaxRequestBytes {
 		csr.Spec.Request = nil
-		if csr.Annotations == nil {
-			csr.Annotations = map[string]string{}
-		}
-		csr.Annotations[trimmedAnnotation] = "true"
 	}
 	csr.Status.Certificate = nil // the signed certificate is never read
 	return csr
@@ -186,7 +181,11 @@ func KubernetesServiceIPs(ctx context.Context, client kubernetes.Interface) []ne
 		return nil
 	}
 	var out []net.IP
-	for _, s := range append([]string{svc.Spec.ClusterIP}, svc.Spec.ClusterIPs...) {
+	ips := svc.Spec.ClusterIPs // the first is spec.clusterIP
+	if len(ips) == 0 {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	for _, s := range ips {
 		if ip := net.ParseIP(s); ip != nil {
 			out = append(out, ip)
 		}
@@ -208,7 +207,6 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 		default: // a pass is due already
 		}
 	}
-	onChange := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, UpdateFunc: func(any, any) { poke() }}
 	csrFactory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
 	}))
@@ -231,10 +229,18 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := csrs.Informer().AddEventHandler(onChange); err != nil {
+	if _, err := csrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, UpdateFunc: func(any, any) { poke() }}); err != nil {
 		return err
 	}
-	if _, err := nodes.Informer().AddEventHandler(onChange); err != nil {
+	// A Node's status changes at every heartbeat; a pass is due only when
+	// one registers or its addresses change.
+	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, UpdateFunc: func(old, cur any) {
+		o, ok1 := old.(*corev1.Node)
+		n, ok2 := cur.(*corev1.Node)
+		if !ok1 || !ok2 || !reflect.DeepEqual(o.Status.Addresses, n.Status.Addresses) {
+			poke()
+		}
+	}}); err != nil {
 		return err
 	}
 	for _, f := range []informers.SharedInformerFactory{csrFactory, nodeFactory} {
