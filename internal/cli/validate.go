@@ -188,9 +188,7 @@ func (o *ValidateOptions) addFrom(in *validate.Input, from string, opts spec.Opt
 		}
 		var ie *spec.InvalidError
 		if errors.As(lerr, &ie) && ie.NoMetricsSection != "" && in.Result != nil {
-			in.Old, in.OldErr = render.Nothing(in.Result), nil
-			in.Old.Config = &spec.Config{ClusterName: ie.NoMetricsSection}
-			in.OldNothing = "nothing of eksa-metrics was applied before"
+			nothingBefore(in, ie.NoMetricsSection, "nothing of eksa-metrics was applied before")
 		}
 	}
 	var ie *spec.InvalidError
@@ -202,14 +200,22 @@ func (o *ValidateOptions) addFrom(in *validate.Input, from string, opts spec.Opt
 	}
 }
 
-// markNew makes a loaded input the spec of a cluster new in the change (a cluster -f DIR has
-// and --from DIR has not): nothing of eksa-metrics was applied before.
+// markNew makes a loaded input the spec of a cluster new in the change (a
+// cluster -f DIR has and --from DIR has not): nothing of eksa-metrics was
+// applied before.
 func markNew(in *validate.Input) {
 	if in.Result != nil {
-		in.Old, in.OldPath = render.Nothing(in.Result), "(none)"
-		in.Old.Config = &spec.Config{ClusterName: in.Result.Config.ClusterName}
-		in.OldNothing = "the cluster's spec is new in --from's tree: nothing of eksa-metrics was applied before"
+		in.OldPath = "(none)"
+		nothingBefore(in, in.Result.Config.ClusterName, "the cluster's spec is new in --from's tree: nothing of eksa-metrics was applied before")
 	}
+}
+
+// nothingBefore makes the base of in, a spec that renders, "nothing of
+// eksa-metrics applied" to cluster, saying why.
+func nothingBefore(in *validate.Input, cluster, why string) {
+	in.Old, in.OldErr = render.Nothing(in.Result), nil
+	in.Old.Config = &spec.Config{ClusterName: cluster}
+	in.OldNothing = why
 }
 
 // writeFleet writes a fleet's reports in the -o format.

@@ -66,7 +66,7 @@ func (o *ValidateOptions) fromTree(files []string) (*fromTree, error) {
 func (o *ValidateOptions) pairByName(ctx context.Context, t *fromTree, inputs []*validate.Input, opts spec.Options) []validate.FileReport {
 	names, adopted := make([]string, len(t.unpaired)), make([]bool, len(t.unpaired))
 	engine.Parallel(ctx, len(t.unpaired), 0, func(i int) {
-		names[i], adopted[i] = o.clusterName(t.unpaired[i], opts)
+		names[i], adopted[i] = o.clusterName(t.unpaired[i])
 	})
 	byName := map[string]string{}
 	for i, n := range names {
@@ -108,14 +108,15 @@ func (o *ValidateOptions) pairByName(ctx context.Context, t *fromTree, inputs []
 }
 
 // clusterName is the name of the cluster a spec is for ("" when it does
-// not load), and whether it has a metrics section.
-func (o *ValidateOptions) clusterName(path string, opts spec.Options) (string, bool) {
-	_, r, lerr, _ := o.load(path, opts)
-	if r != nil {
-		return r.Config.ClusterName, true
+// not load), and whether it has a metrics section. It only loads the spec:
+// the one base spec that pairs is rendered by addFrom.
+func (o *ValidateOptions) clusterName(path string) (string, bool) {
+	f, err := loadFile(o.f, path)
+	if err == nil {
+		return f.Cluster.Metadata.Name, true
 	}
 	var ie *spec.InvalidError
-	if errors.As(lerr, &ie) && ie.NoMetricsSection != "" {
+	if errors.As(err, &ie) && ie.NoMetricsSection != "" {
 		return ie.NoMetricsSection, false
 	}
 	return "", true

@@ -172,6 +172,18 @@ func trimNode(n *corev1.Node) *corev1.Node {
 	}
 }
 
+// transform is an informer's transform that trims each object of type T
+// before the cache stores it (other objects, such as a deletion's
+// tombstone, pass as they are).
+func transform[T any](trim func(T) T) cache.TransformFunc {
+	return func(o any) (any, error) {
+		if v, ok := o.(T); ok {
+			return trim(v), nil
+		}
+		return o, nil
+	}
+}
+
 // KubernetesServiceIPs are the addresses of the default/kubernetes Service
 // (nil when it cannot be read): never approved, even where the Service
 // ranges were not given.
@@ -213,20 +225,10 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 	csrs := csrFactory.Certificates().V1().CertificateSigningRequests()
 	nodeFactory := informers.NewSharedInformerFactory(a.Client, 0)
 	nodes := nodeFactory.Core().V1().Nodes()
-	if err := csrs.Informer().SetTransform(func(o any) (any, error) {
-		if csr, ok := o.(*certificatesv1.CertificateSigningRequest); ok {
-			return trimRequest(csr), nil
-		}
-		return o, nil
-	}); err != nil {
+	if err := csrs.Informer().SetTransform(transform(trimRequest)); err != nil {
 		return err
 	}
-	if err := nodes.Informer().SetTransform(func(o any) (any, error) {
-		if n, ok := o.(*corev1.Node); ok {
-			return trimNode(n), nil
-		}
-		return o, nil
-	}); err != nil {
+	if err := nodes.Informer().SetTransform(transform(trimNode)); err != nil {
 		return err
 	}
 	if _, err := csrs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, UpdateFunc: func(any, any) { poke() }}); err != nil {
