@@ -19,7 +19,7 @@ import (
 // NewCmdKubeletApprover is the approver of the kubelets' serving
 // certificates that tls.kubeletServingCertificates runs in the cluster.
 func NewCmdKubeletApprover(f *Factory) *cobra.Command {
-	var kubeconfig, endpoint, domain string
+	var kubeconfig, endpoint, domain, caCert, caKey string
 	var resync time.Duration
 	var serviceCIDRs []string
 	cmd := &cobra.Command{
@@ -27,8 +27,11 @@ func NewCmdKubeletApprover(f *Factory) *cobra.Command {
 		Short: "Approve the kubelets' serving-certificate requests that are theirs, deny the others, until stopped",
 		Long: `Runs in the cluster as the Deployment ` + templates.KubeletApprover + ` that tls.kubeletServingCertificates
 renders. A kubelet with serverTLSBootstrap: true files a kubernetes.io/kubelet-serving
-CertificateSigningRequest; kube-controller-manager signs it with the cluster CA once it is approved,
-and approves none itself. This command approves a request only when the node itself filed it
+CertificateSigningRequest. With --ca-cert-file and --ca-key-file (what the Deployment passes: the
+Secret ` + templates.KubeletServingCA + `) this command signs the requests it approves with that CA, which
+only the kubelet scrapes trust, and kube-controller-manager signs none of them (the rendered
+KubeadmControlPlane takes the signer from it); without them kube-controller-manager signs approved
+requests with the cluster CA. This command approves a request only when the node itself filed it
 (system:node:<name>), its subject is that node, it asks for server auth only, every name and
 address in it is one of that Node's and no older Node reported it first, and none is a name that
 is never approved: a wildcard, kubernetes or kubernetes.*, a name with a svc label or under the
@@ -40,6 +43,9 @@ Each decision is a log line (values quoted) and an event on the request. In a po
 ServiceAccount; outside, --kubeconfig.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if (caCert == "") != (caKey == "") {
+				return usageErrorf("--ca-cert-file and --ca-key-file go together")
+			}
 			policy := kubeletcsr.Policy{ClusterDomain: domain, ControlPlaneEndpoint: endpoint}
 			for _, b := range serviceCIDRs {
 				_, n, err := net.ParseCIDR(b)
@@ -67,12 +73,20 @@ ServiceAccount; outside, --kubeconfig.`,
 			recorder, stopEvents := kubeletcsr.NewEvents(client)
 			defer stopEvents()
 			a := &kubeletcsr.Approver{Client: client, Policy: policy, Log: f.IOStreams.ErrOut, Events: recorder}
+			if caCert != "" {
+				a.CA = &kubeletcsr.CAFiles{Cert: caCert, Key: caKey}
+				if _, err := a.CA.Load(); err != nil {
+					return err
+				}
+			}
 			return a.Run(ctx, resync)
 		},
 	}
 	cmd.Flags().StringArrayVar(&serviceCIDRs, "service-cidr", nil, "a Service range of the cluster, whose addresses are never approved (repeat for each)")
 	cmd.Flags().StringVar(&endpoint, "control-plane-endpoint", "", "the host (name or address) of the cluster's control-plane endpoint, never approved")
 	cmd.Flags().StringVar(&domain, "cluster-domain", "cluster.local", "the cluster's DNS domain, under which no name is approved")
+	cmd.Flags().StringVar(&caCert, "ca-cert-file", "", "PEM certificate of the CA that signs the approved requests (read at each signature)")
+	cmd.Flags().StringVar(&caKey, "ca-key-file", "", "PEM private key of that CA")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: in-cluster, then $KUBECONFIG)")
 	cmd.Flags().DurationVar(&resync, "resync", 30*time.Second, "how often the requests left waiting for their Node are looked at again")
 	return cmd

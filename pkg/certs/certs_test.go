@@ -1,10 +1,19 @@
 package certs
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	certutil "k8s.io/client-go/util/cert"
 )
 
 func TestIssueAndRenewal(t *testing.T) {
@@ -53,5 +62,44 @@ func TestIssueAndRenewal(t *testing.T) {
 	}
 	if err := CheckCA(Pair{Cert: ca.Cert, Key: other.Key}); err == nil || !strings.Contains(err.Error(), "does not belong") {
 		t.Errorf("a CA with another CA's key: %v", err)
+	}
+}
+
+// A signed request names exactly its subject and names, for server auth,
+// and never outlives the CA.
+func TestSignRequest(t *testing.T) {
+	ca, err := NewCA("kubelet-serving-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:node:n1", Organization: []string{"system:nodes"}},
+		DNSNames: []string{"n1"}, IPAddresses: []net.IP{net.ParseIP("198.51.100.11")}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := x509.ParseCertificateRequest(der)
+	now := time.Now()
+	pemBytes, err := SignRequest(ca, req, x509.KeyUsageDigitalSignature, 100*365*24*time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := certutil.ParseCertsPEM(pemBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := certutil.ParseCertsPEM(ca.Cert)
+	c := leaf[0]
+	if c.Subject.CommonName != "system:node:n1" || !slices.Equal(c.DNSNames, []string{"n1"}) || len(c.IPAddresses) != 1 || c.IsCA ||
+		!slices.Equal(c.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}) {
+		t.Errorf("signed %v %v %v isCA=%v %v", c.Subject, c.DNSNames, c.IPAddresses, c.IsCA, c.ExtKeyUsage)
+	}
+	if c.NotAfter.After(caCert[0].NotAfter) {
+		t.Errorf("valid until %s, after the CA (%s)", c.NotAfter, caCert[0].NotAfter)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert[0])
+	if _, err := c.Verify(x509.VerifyOptions{Roots: pool, DNSName: "198.51.100.11"}); err != nil {
+		t.Error(err)
 	}
 }

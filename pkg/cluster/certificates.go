@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -103,16 +104,34 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 		return nil, err
 	}
 	stale, err := c.planStale(ctx, cfg, served)
-	if err != nil || len(served) == 0 {
+	if err != nil {
 		return stale, err
 	}
-	if cfg.CertManager {
-		steps, err := c.planIssued(ctx, cfg, served)
-		return append(steps, stale...), err
-	}
 	var steps []*CertificateStep
+	var kubeletCA []byte
+	if cfg.KubeletServingCertificates {
+		ca, step, err := c.planCA(ctx, templates.KubeletServingCA, "kubelet-ca", "the CA of the kubelets' serving certificates, which the kubelet approver signs them with")
+		if err != nil {
+			return nil, err
+		}
+		if step != nil {
+			steps = append(steps, step)
+		}
+		kubeletCA = ca.Cert
+	}
+	if len(served) == 0 {
+		if kubeletCA == nil {
+			return stale, nil
+		}
+		bundles, err := c.planBundles(ctx, cfg, nil, kubeletCA, "")
+		return append(append(steps, bundles...), stale...), err
+	}
+	if cfg.CertManager {
+		issued, err := c.planIssued(ctx, cfg, served, kubeletCA)
+		return append(append(steps, issued...), stale...), err
+	}
 
-	ca, caStep, err := c.planCA(ctx)
+	ca, caStep, err := c.planCA(ctx, templates.ServingCA, "ca", "the CA of the proxies' serving certificates")
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +194,7 @@ func (c *Cluster) PlanCertificates(ctx context.Context, cfg *spec.Config, now ti
 		steps = append(steps, step)
 	}
 
-	bundles, err := c.planBundles(ctx, cfg, ca.Cert, "")
+	bundles, err := c.planBundles(ctx, cfg, ca.Cert, kubeletCA, "")
 	return append(append(steps, bundles...), stale...), err
 }
 
@@ -282,10 +301,18 @@ func (c *Cluster) served(ctx context.Context, cfg *spec.Config) ([]templates.Ser
 const haproxyRestart = "HAProxy reads it at start, so its pods restart one node at a time"
 
 // planBundles: the CA bundle (caCert: one CA, or with cert-manager every
-// namespace's) in every namespace a scraper reads it from; pending, with
-// nothing to write, while caCert is nil (cert-manager has not issued every
-// CA yet: awaiting says which).
-func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []byte, awaiting string) ([]*CertificateStep, error) {
+// namespace's; nil when no proxy serves a certificate) and, apart under
+// KubeletCAKey, the kubelet-serving CA, in every namespace a scraper reads
+// them from; pending, with nothing to write, while cert-manager has not
+// issued every CA yet (awaiting says which).
+func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert, kubeletCA []byte, awaiting string) ([]*CertificateStep, error) {
+	data := map[string]string{}
+	if caCert != nil {
+		data[templates.CABundleKey] = string(caCert)
+	}
+	if kubeletCA != nil {
+		data[templates.KubeletCAKey] = string(kubeletCA)
+	}
 	var steps []*CertificateStep
 	for _, ns := range templates.BundleNamespaces(cfg) {
 		step := &CertificateStep{Kind: "ConfigMap", Namespace: ns, Name: templates.ServingCA, Action: Unchanged}
@@ -298,18 +325,18 @@ func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []by
 			return nil, fmt.Errorf("reading ConfigMap %s/%s in the %s: %w", ns, templates.ServingCA, c, err)
 		case !ours(live, "bundle"):
 			return nil, foreign("ConfigMap", ns, templates.ServingCA, c)
-		case caCert != nil && live.Data[templates.CABundleKey] == string(caCert):
+		case awaiting == "" && maps.Equal(live.Data, data):
 			steps = append(steps, step)
 			continue
 		default:
-			step.Action, step.Why = Update, "the CA bundle differs from the CA"
+			step.Action, step.Why = Update, "the CA bundle differs from the CAs"
 			step.configMap = live.DeepCopy()
 		}
-		if caCert == nil {
+		if awaiting != "" {
 			step.Pending, step.configMap = true, nil
 			step.Why += ", once cert-manager has issued " + awaiting
 		} else {
-			step.configMap.Data = map[string]string{templates.CABundleKey: string(caCert)}
+			step.configMap.Data = data
 		}
 		steps = append(steps, step)
 	}
@@ -324,7 +351,7 @@ func (c *Cluster) planBundles(ctx context.Context, cfg *spec.Config, caCert []by
 // its certificate changed. A Secret of those names that neither cert-manager
 // issued for eksa-metrics' Certificate nor apply wrote is an error:
 // cert-manager would overwrite it.
-func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []templates.ServedSecret) ([]*CertificateStep, error) {
+func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []templates.ServedSecret, kubeletCA []byte) ([]*CertificateStep, error) {
 	var steps []*CertificateStep
 	var bundle []byte
 	var awaiting []string
@@ -409,7 +436,7 @@ func (c *Cluster) planIssued(ctx context.Context, cfg *spec.Config, served []tem
 		}
 		steps = append(steps, step)
 	}
-	bundles, err := c.planBundles(ctx, cfg, bundle, strings.Join(awaiting, ", "))
+	bundles, err := c.planBundles(ctx, cfg, bundle, kubeletCA, strings.Join(awaiting, ", "))
 	return append(steps, bundles...), err
 }
 
@@ -446,26 +473,28 @@ func notIssued(ns, name string, c *Cluster) error {
 
 func restartAnnotation(secret string) string { return templates.CertificateLabel + "-" + secret }
 
-// planCA returns the CA, a new one (with its step) when there is none.
-func (c *Cluster) planCA(ctx context.Context) (certs.Pair, *CertificateStep, error) {
-	live, err := c.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.ServingCA, metav1.GetOptions{})
+// planCA returns a CA of eksa-metrics' (Secret name in kube-system, of
+// role: ServingCA or KubeletServingCA), a new one (with its step, why) when
+// there is none.
+func (c *Cluster) planCA(ctx context.Context, name, role, why string) (certs.Pair, *CertificateStep, error) {
+	live, err := c.Core.CoreV1().Secrets(templates.SystemNS).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		ca, err := certs.NewCA(templates.ServingCA)
+		ca, err := certs.NewCA(name)
 		if err != nil {
 			return certs.Pair{}, nil, err
 		}
-		return ca, &CertificateStep{Kind: "Secret", Namespace: templates.SystemNS, Name: templates.ServingCA, Action: Create, Why: "the CA of the proxies' serving certificates",
-			secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: templates.ServingCA, Namespace: templates.SystemNS, Labels: certLabels("ca")}, Type: corev1.SecretTypeTLS,
+		return ca, &CertificateStep{Kind: "Secret", Namespace: templates.SystemNS, Name: name, Action: Create, Why: why,
+			secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: templates.SystemNS, Labels: certLabels(role)}, Type: corev1.SecretTypeTLS,
 				Data: map[string][]byte{corev1.TLSCertKey: ca.Cert, corev1.TLSPrivateKeyKey: ca.Key}}}, nil
 	case err != nil:
-		return certs.Pair{}, nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.SystemNS, templates.ServingCA, c, err)
-	case !ours(live, "ca"):
-		return certs.Pair{}, nil, foreign("Secret", templates.SystemNS, templates.ServingCA, c)
+		return certs.Pair{}, nil, fmt.Errorf("reading Secret %s/%s in the %s: %w", templates.SystemNS, name, c, err)
+	case !ours(live, role):
+		return certs.Pair{}, nil, foreign("Secret", templates.SystemNS, name, c)
 	}
 	ca := certs.Pair{Cert: live.Data[corev1.TLSCertKey], Key: live.Data[corev1.TLSPrivateKeyKey]}
 	if err := certs.CheckCA(ca); err != nil {
-		return certs.Pair{}, nil, fmt.Errorf("Secret %s/%s in the %s does not hold a usable CA (%v): eksa-metrics does not replace a CA by itself; delete the Secret to have apply make a new one (every proxy's certificate is then renewed)", templates.SystemNS, templates.ServingCA, c, err)
+		return certs.Pair{}, nil, fmt.Errorf("Secret %s/%s in the %s does not hold a usable CA (%v): eksa-metrics does not replace a CA by itself; delete the Secret to have apply make a new one (every certificate it signed is then replaced)", templates.SystemNS, name, c, err)
 	}
 	return ca, nil, nil
 }

@@ -84,7 +84,13 @@ func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOpti
 	if err != nil {
 		return nil, err
 	}
-	return verify.Run(ctx, targets, verify.Options{ScraperToken: ids.ScraperToken, UnboundToken: ids.UnboundToken, ClusterCA: workload.CA, ServingCA: servingCA,
+	var kubeletCA *x509.CertPool
+	if r.Config.KubeletServingCertificates {
+		if kubeletCA, err = readCA(ctx, workload, templates.SystemNS, templates.KubeletServingCA, nil); err != nil {
+			return nil, err
+		}
+	}
+	return verify.Run(ctx, targets, verify.Options{ScraperToken: ids.ScraperToken, UnboundToken: ids.UnboundToken, ClusterCA: workload.CA, ServingCA: servingCA, KubeletCA: kubeletCA,
 		Concurrency: opts.Concurrency, Timeout: opts.Timeout}), nil
 }
 
@@ -107,19 +113,29 @@ func readServingCA(ctx context.Context, workload *cluster.Cluster, r *render.Res
 	}
 	var pool *x509.CertPool
 	for ns, name := range where {
-		s, err := workload.Core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
+		var err error
+		if pool, err = readCA(ctx, workload, ns, name, pool); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the serving CA, Secret %s/%s, in the %s: %w", ns, name, workload, err)
-		}
-		if pool == nil {
-			pool = x509.NewCertPool()
-		}
-		if !pool.AppendCertsFromPEM(s.Data[corev1.TLSCertKey]) {
-			return nil, fmt.Errorf("Secret %s/%s in the %s holds no PEM certificate in %s", ns, name, workload, corev1.TLSCertKey)
-		}
+	}
+	return pool, nil
+}
+
+// readCA adds the certificate (never the key) of a CA's Secret to pool (a
+// new one when nil); pool as it was when the Secret does not exist.
+func readCA(ctx context.Context, workload *cluster.Cluster, ns, name string, pool *x509.CertPool) (*x509.CertPool, error) {
+	s, err := workload.Core.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return pool, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA, Secret %s/%s, in the %s: %w", ns, name, workload, err)
+	}
+	if pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(s.Data[corev1.TLSCertKey]) {
+		return nil, fmt.Errorf("Secret %s/%s in the %s holds no PEM certificate in %s", ns, name, workload, corev1.TLSCertKey)
 	}
 	return pool, nil
 }

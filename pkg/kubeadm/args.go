@@ -83,7 +83,7 @@ const FeatureGates = "feature-gates"
 // KubeadmControlPlane (its admission policy holds it to them).
 var Flags = map[Component][]string{
 	APIServer:         {FeatureGates},
-	ControllerManager: {"bind-address", "authentication-kubeconfig", "authorization-kubeconfig", "tls-min-version", FeatureGates},
+	ControllerManager: append([]string{"bind-address", "authentication-kubeconfig", "authorization-kubeconfig", "tls-min-version", FeatureGates}, SigningFlags()...),
 	Scheduler:         {"bind-address", "authentication-kubeconfig", "authorization-kubeconfig", "tls-min-version", FeatureGates},
 	Etcd:              {"listen-metrics-urls", "metrics"},
 }

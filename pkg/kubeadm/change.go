@@ -118,6 +118,12 @@ func ChangeFor(c *spec.Config) Change {
 		}
 	}
 
+	if c.KubeletServingCertificates {
+		for _, it := range signingItems() {
+			add(ControllerManager, it.Name, it.Value, it.why)
+		}
+	}
+
 	if c.Etcd && c.EtcdMetricsLevel == metricsv1alpha1.EtcdMetricsExtensive {
 		add(Etcd, "metrics", string(metricsv1alpha1.EtcdMetricsExtensive), "spec.components.etcd.metricsLevel")
 	}

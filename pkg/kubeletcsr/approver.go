@@ -2,11 +2,14 @@ package kubeletcsr
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -21,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/eksa-metrics/eksa-metrics/pkg/certs"
 	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
 )
 
@@ -30,6 +34,8 @@ const Component = "eksa-metrics-kubelet-serving-approver"
 // Result is what one pass decided.
 type Result struct {
 	Approved, Denied []string
+	// Signed are the approved requests whose certificate was written.
+	Signed []string
 	// Waiting are requests left pending: their node is not registered yet.
 	Waiting []string
 }
@@ -42,6 +48,99 @@ type Approver struct {
 	// the requests); Events, when set, an event on each request decided.
 	Log    io.Writer
 	Events events.EventRecorder
+	// CA, when set, signs the approved requests (kube-controller-manager
+	// then signs none: tls.kubeletServingCertificates takes the signer from
+	// it).
+	CA *CAFiles
+
+	held string // why approvals wait, as last logged
+}
+
+// kube-controller-manager's mirror pods, by kubeadm's labels, and the label
+// kubeadm gives the control-plane Nodes (which NodeRestriction forbids a
+// kubelet to set on its own Node).
+const (
+	kcmSelector       = "component=kube-controller-manager"
+	controlPlaneLabel = "node-role.kubernetes.io/control-plane"
+)
+
+// clusterCASigning says why a kube-controller-manager may still sign
+// kubelet-serving requests itself, with the cluster CA ("" when none does):
+// one on a control-plane Node runs with --cluster-signing-cert-file or
+// --cluster-signing-kubelet-serving-cert-file (its machine predates the
+// signer flags tls.kubeletServingCertificates renders: EKS Anywhere's
+// upgrade replaces it), or none can be seen. Only pods on control-plane
+// Nodes count: any node may write a mirror pod of its own.
+func clusterCASigning(pods []*corev1.Pod, nodes map[string]*corev1.Node) string {
+	seen := false
+	for _, p := range pods {
+		n := nodes[p.Spec.NodeName]
+		if n == nil {
+			continue
+		}
+		if _, ok := n.Labels[controlPlaneLabel]; !ok {
+			continue
+		}
+		seen = true
+		for _, c := range p.Spec.Containers {
+			words := append(slices.Clone(c.Command), c.Args...)
+			for i, w := range words {
+				for _, f := range []string{"--cluster-signing-cert-file", "--cluster-signing-kubelet-serving-cert-file"} {
+					v, ok := strings.CutPrefix(w, f+"=")
+					if w == f && i+1 < len(words) {
+						v, ok = words[i+1], true
+					}
+					if ok && v != "" {
+						return fmt.Sprintf("kube-controller-manager on node %s runs with %s=%s, so it would sign an approved request with that CA before this approver signs it with its own: approvals wait until no control-plane machine predates tls.kubeletServingCertificates (eksctl anywhere upgrade cluster replaces them)", p.Spec.NodeName, f, v)
+					}
+				}
+			}
+		}
+	}
+	if !seen {
+		return "no kube-controller-manager pod (kube-system, " + kcmSelector + ") runs on a Node labelled " + controlPlaneLabel + ", so whether one would sign approved requests with the cluster CA is unknown: approvals wait"
+	}
+	return ""
+}
+
+// trimPod keeps of a kube-controller-manager pod what is read: its node
+// and its containers' command lines.
+func trimPod(p *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName}}
+	for _, c := range p.Spec.Containers {
+		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Command: c.Command, Args: c.Args})
+	}
+	return out
+}
+
+// Lifetimes of the certificates the approver signs: at most a year
+// (kube-controller-manager's --cluster-signing-duration default), at least
+// 10 minutes, whatever a request's spec.expirationSeconds asks.
+const (
+	MaxLifetime = 365 * 24 * time.Hour
+	MinLifetime = 10 * time.Minute
+)
+
+// CAFiles are the PEM files of the kubelet-serving CA (a Secret's
+// volume), read at each signature so that a replaced CA is used without a
+// restart.
+type CAFiles struct{ Cert, Key string }
+
+// Load reads and checks the CA.
+func (f *CAFiles) Load() (certs.Pair, error) {
+	var p certs.Pair
+	var err error
+	if p.Cert, err = os.ReadFile(f.Cert); err != nil {
+		return p, fmt.Errorf("reading the kubelet-serving CA: %w", err)
+	}
+	if p.Key, err = os.ReadFile(f.Key); err != nil {
+		return p, fmt.Errorf("reading the kubelet-serving CA's key: %w", err)
+	}
+	if err := certs.CheckCA(p); err != nil {
+		return p, fmt.Errorf("the kubelet-serving CA in %s: %w", f.Cert, err)
+	}
+	return p, nil
 }
 
 // Pass decides every pending kubelet-serving request once, from a fresh
@@ -58,6 +157,16 @@ func (a *Approver) Pass(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("listing the Nodes: %w", err)
 	}
+	var pods []*corev1.Pod
+	if a.CA != nil {
+		list, err := a.Client.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: kcmSelector})
+		if err != nil {
+			return Result{}, fmt.Errorf("listing the kube-controller-manager pods: %w", err)
+		}
+		for i := range list.Items {
+			pods = append(pods, trimPod(&list.Items[i]))
+		}
+	}
 	csrs := make([]*certificatesv1.CertificateSigningRequest, len(list.Items))
 	for i := range list.Items {
 		csrs[i] = trimRequest(&list.Items[i])
@@ -66,7 +175,7 @@ func (a *Approver) Pass(ctx context.Context) (Result, error) {
 	for i := range nodes.Items {
 		ns[i] = trimNode(&nodes.Items[i])
 	}
-	return a.decide(ctx, csrs, ns)
+	return a.decide(ctx, csrs, ns, pods)
 }
 
 // Pass is one pass of an Approver with policy's names refused, and no
@@ -76,16 +185,28 @@ func Pass(ctx context.Context, client kubernetes.Interface, policy Policy) (Resu
 }
 
 // decide decides the pending requests among csrs against nodes, every Node
-// of the cluster, and writes each decision.
-func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.CertificateSigningRequest, nodes []*corev1.Node) (Result, error) {
+// of the cluster, writes each decision, and signs (with a CA) each approved
+// request that has no certificate yet and passes the checks.
+func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.CertificateSigningRequest, nodes []*corev1.Node, kcms []*corev1.Pod) (Result, error) {
 	var res Result
 	byName := map[string]*corev1.Node{}
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
+	// With a CA of its own, an approval must never reach a
+	// kube-controller-manager that would sign it with the cluster CA first.
+	hold := ""
+	if a.CA != nil {
+		hold = clusterCASigning(kcms, byName)
+		if hold != a.held && hold != "" {
+			a.logf("waiting: %s", safetext.Escape(hold))
+		}
+		a.held = hold
+	}
 	owners := ownersOf(nodes)
 	for _, csr := range csrs {
-		if decided(csr) {
+		approved, denied := conditions(csr)
+		if denied || (approved && (a.CA == nil || signed(csr))) {
 			continue
 		}
 		var node *corev1.Node
@@ -95,12 +216,30 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 				continue
 			}
 		}
+		var req *x509.CertificateRequest
 		var why error
 		if len(csr.Spec.Request) == 0 {
 			// The API server refuses an empty request: trimRequest dropped it.
 			why = fmt.Errorf("spec.request is larger than any kubelet's request (%d bytes): not read", MaxRequestBytes)
 		} else {
-			why = check(csr, node, owners, a.Policy)
+			req, why = check(csr, node, owners, a.Policy)
+		}
+		if approved {
+			// Approved, by us or by someone with the approve verb, and not
+			// signed: signed only for a request that passes the checks now.
+			if why != nil {
+				a.logf("not signing approved csr=%q node=%q: %s", csr.Name, safetext.Escape(NodeOf(csr)), safetext.Escape(why.Error()))
+				continue
+			}
+			if err := a.sign(ctx, csr, req); err != nil {
+				return res, err
+			}
+			res.Signed = append(res.Signed, csr.Name)
+			continue
+		}
+		if why == nil && hold != "" {
+			res.Waiting = append(res.Waiting, csr.Name)
+			continue
 		}
 		cond := certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: ReasonApproved,
 			Message: "eksa-metrics: the node's own serving certificate, for its own names and addresses"}
@@ -112,20 +251,67 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 		// status), so the trimmed copy the cache holds will do.
 		full := csr.DeepCopy() // a cache's object is never written to
 		full.Status.Conditions = append(full.Status.Conditions, cond)
-		if _, err := a.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, full.Name, full, metav1.UpdateOptions{}); err != nil {
+		updated, err := a.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, full.Name, full, metav1.UpdateOptions{})
+		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				continue // decided or gone meanwhile; the next pass sees it
 			}
 			return res, fmt.Errorf("writing the decision on CertificateSigningRequest %s: %w", csr.Name, err)
 		}
 		a.record(full, cond)
-		if cond.Type == certificatesv1.CertificateApproved {
-			res.Approved = append(res.Approved, csr.Name)
-		} else {
+		if cond.Type != certificatesv1.CertificateApproved {
 			res.Denied = append(res.Denied, csr.Name+": "+cond.Message)
+			continue
+		}
+		res.Approved = append(res.Approved, csr.Name)
+		if a.CA != nil {
+			if err := a.sign(ctx, updated, req); err != nil {
+				return res, err
+			}
+			res.Signed = append(res.Signed, csr.Name)
 		}
 	}
 	return res, nil
+}
+
+// sign issues the certificate of an approved request (req: its parsed,
+// checked spec.request) with the CA and writes it into the request's status.
+// A request changed or gone meanwhile is left to the next pass.
+func (a *Approver) sign(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest) error {
+	ca, err := a.CA.Load()
+	if err != nil {
+		return err
+	}
+	usage := x509.KeyUsageDigitalSignature
+	if slices.Contains(csr.Spec.Usages, certificatesv1.UsageKeyEncipherment) {
+		usage |= x509.KeyUsageKeyEncipherment
+	}
+	lifetime := MaxLifetime
+	if s := csr.Spec.ExpirationSeconds; s != nil {
+		// What kube-controller-manager's signer does with it: at most the
+		// signer's duration, at least 10 minutes.
+		lifetime = min(max(time.Duration(*s)*time.Second, MinLifetime), MaxLifetime)
+	}
+	cert, err := certs.SignRequest(ca, req, usage, lifetime, time.Now())
+	if err != nil {
+		return fmt.Errorf("signing CertificateSigningRequest %s: %w", csr.Name, err)
+	}
+	full := csr.DeepCopy()
+	full.Status.Certificate = cert
+	if _, err := a.Client.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, full, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("writing the certificate of CertificateSigningRequest %s: %w", csr.Name, err)
+	}
+	a.logf("signed csr=%q node=%q for %d days", csr.Name, safetext.Escape(NodeOf(csr)), int(lifetime.Hours()/24))
+	return nil
+}
+
+func (a *Approver) logf(format string, args ...any) {
+	if a.Log != nil {
+		fmt.Fprintf(a.Log, format+"\n", args...)
+	}
 }
 
 // record logs a decision on one line, every value quoted, and sends its event.
@@ -142,10 +328,26 @@ func (a *Approver) record(csr *certificatesv1.CertificateSigningRequest, cond ce
 	}
 }
 
-func decided(csr *certificatesv1.CertificateSigningRequest) bool {
-	return slices.ContainsFunc(csr.Status.Conditions, func(c certificatesv1.CertificateSigningRequestCondition) bool {
-		return c.Type == certificatesv1.CertificateApproved || c.Type == certificatesv1.CertificateDenied
-	})
+// conditions says whether a request is approved, and whether it is denied
+// or failed (never signed then).
+func conditions(csr *certificatesv1.CertificateSigningRequest) (approved, final bool) {
+	for _, c := range csr.Status.Conditions {
+		switch c.Type {
+		case certificatesv1.CertificateApproved:
+			approved = true
+		case certificatesv1.CertificateDenied, certificatesv1.CertificateFailed:
+			final = true
+		}
+	}
+	return approved, final
+}
+
+// signedMarker stands, in the cache, for a certificate a request holds
+// (trimRequest): only its presence is read.
+var signedMarker = []byte{0}
+
+func signed(csr *certificatesv1.CertificateSigningRequest) bool {
+	return len(csr.Status.Certificate) > 0
 }
 
 // trimRequest is what the approver keeps of a request: everything but a
@@ -158,7 +360,9 @@ func trimRequest(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.
 	if len(csr.Spec.Request) > MaxRequestBytes {
 		csr.Spec.Request = nil
 	}
-	csr.Status.Certificate = nil // the signed certificate is never read
+	if len(csr.Status.Certificate) > 0 {
+		csr.Status.Certificate = signedMarker // only whether it is signed is read
+	}
 	return csr
 }
 
@@ -167,9 +371,16 @@ func trimRequest(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.
 func trimNode(n *corev1.Node) *corev1.Node {
 	return &corev1.Node{
 		TypeMeta:   n.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, CreationTimestamp: n.CreationTimestamp},
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, CreationTimestamp: n.CreationTimestamp, Labels: controlPlaneOnly(n.Labels)},
 		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
 	}
+}
+
+func controlPlaneOnly(l map[string]string) map[string]string {
+	if v, ok := l[controlPlaneLabel]; ok {
+		return map[string]string{controlPlaneLabel: v}
+	}
+	return nil
 }
 
 // transform is an informer's transform that trims each object of type T
@@ -239,17 +450,42 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, UpdateFunc: func(old, cur any) {
 		o, ok1 := old.(*corev1.Node)
 		n, ok2 := cur.(*corev1.Node)
-		if !ok1 || !ok2 || !reflect.DeepEqual(o.Status.Addresses, n.Status.Addresses) {
+		if !ok1 || !ok2 || !reflect.DeepEqual(o.Status.Addresses, n.Status.Addresses) || !reflect.DeepEqual(o.Labels, n.Labels) {
 			poke()
 		}
 	}}); err != nil {
 		return err
 	}
-	for _, f := range []informers.SharedInformerFactory{csrFactory, nodeFactory} {
+	factories := []informers.SharedInformerFactory{csrFactory, nodeFactory}
+	synced := []cache.InformerSynced{csrs.Informer().HasSynced, nodes.Informer().HasSynced}
+	// With a CA of its own: kube-controller-manager's pods, each trimmed to
+	// its node and command lines (clusterCASigning).
+	listPods := func() ([]*corev1.Pod, error) { return nil, nil }
+	if a.CA != nil {
+		podFactory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithNamespace(metav1.NamespaceSystem),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kcmSelector }))
+		pods := podFactory.Core().V1().Pods()
+		if err := pods.Informer().SetTransform(transform(trimPod)); err != nil {
+			return err
+		}
+		if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, DeleteFunc: func(any) { poke() },
+			UpdateFunc: func(old, cur any) {
+				o, ok1 := old.(*corev1.Pod)
+				n, ok2 := cur.(*corev1.Pod)
+				if !ok1 || !ok2 || !reflect.DeepEqual(o.Spec, n.Spec) {
+					poke()
+				}
+			}}); err != nil {
+			return err
+		}
+		factories, synced = append(factories, podFactory), append(synced, pods.Informer().HasSynced)
+		listPods = func() ([]*corev1.Pod, error) { return pods.Lister().List(labels.Everything()) }
+	}
+	for _, f := range factories {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), csrs.Informer().HasSynced, nodes.Informer().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
 	fmt.Fprintf(a.Log, "approving %s requests of nodes for their own names and addresses\n", certificatesv1.KubeletServingSignerName)
@@ -271,7 +507,11 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 			if err != nil {
 				return err
 			}
-			if _, err := a.decide(ctx, pending, all); err != nil {
+			kcms, err := listPods()
+			if err != nil {
+				return err
+			}
+			if _, err := a.decide(ctx, pending, all, kcms); err != nil {
 				// The next event or tick tries again.
 				fmt.Fprintf(a.Log, "error: %s\n", safetext.Escape(err.Error()))
 			}

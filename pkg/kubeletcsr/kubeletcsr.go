@@ -147,81 +147,83 @@ func NodeOf(csr *certificatesv1.CertificateSigningRequest) string {
 // Node of the cluster (for who reported an address first). node is the Node
 // named by the request's requester (NodeOf).
 func Check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, nodes []*corev1.Node, policy Policy) error {
-	return check(csr, node, ownersOf(nodes), policy)
+	_, err := check(csr, node, ownersOf(nodes), policy)
+	return err
 }
 
-func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, owners map[string]string, policy Policy) error {
+// check is Check, and gives the parsed request when it passes.
+func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, owners map[string]string, policy Policy) (*x509.CertificateRequest, error) {
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
-		return fmt.Errorf("signer %s, not %s", csr.Spec.SignerName, certificatesv1.KubeletServingSignerName)
+		return nil, fmt.Errorf("signer %s, not %s", csr.Spec.SignerName, certificatesv1.KubeletServingSignerName)
 	}
 	name := NodeOf(csr)
 	if name == "" {
-		return fmt.Errorf("filed by %s (groups %v), not by a node (system:node:<name> in group system:nodes)", csr.Spec.Username, csr.Spec.Groups)
+		return nil, fmt.Errorf("filed by %s (groups %v), not by a node (system:node:<name> in group system:nodes)", csr.Spec.Username, csr.Spec.Groups)
 	}
 	if node == nil || node.Name != name {
-		return fmt.Errorf("filed by node %s, which does not exist", name)
+		return nil, fmt.Errorf("filed by node %s, which does not exist", name)
 	}
 	if len(csr.Spec.Request) > MaxRequestBytes {
-		return fmt.Errorf("spec.request is %d bytes, more than any kubelet's request (%d): not read", len(csr.Spec.Request), MaxRequestBytes)
+		return nil, fmt.Errorf("spec.request is %d bytes, more than any kubelet's request (%d): not read", len(csr.Spec.Request), MaxRequestBytes)
 	}
 	block, _ := pem.Decode(csr.Spec.Request)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return fmt.Errorf("spec.request holds no PEM CERTIFICATE REQUEST")
+		return nil, fmt.Errorf("spec.request holds no PEM CERTIFICATE REQUEST")
 	}
 	req, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
-		return fmt.Errorf("spec.request does not parse: %w", err)
+		return nil, fmt.Errorf("spec.request does not parse: %w", err)
 	}
 	if err := req.CheckSignature(); err != nil {
-		return fmt.Errorf("spec.request is not signed by its own key: %w", err)
+		return nil, fmt.Errorf("spec.request is not signed by its own key: %w", err)
 	}
 	if req.Subject.CommonName != csr.Spec.Username {
-		return fmt.Errorf("subject CN %q is not its requester %s", req.Subject.CommonName, csr.Spec.Username)
+		return nil, fmt.Errorf("subject CN %q is not its requester %s", req.Subject.CommonName, csr.Spec.Username)
 	}
 	if !slices.Equal(req.Subject.Organization, []string{"system:nodes"}) {
-		return fmt.Errorf("subject O %q is not [system:nodes]", req.Subject.Organization)
+		return nil, fmt.Errorf("subject O %q is not [system:nodes]", req.Subject.Organization)
 	}
 	if !slices.Contains(csr.Spec.Usages, certificatesv1.UsageServerAuth) {
-		return fmt.Errorf("usages %v lack server auth", csr.Spec.Usages)
+		return nil, fmt.Errorf("usages %v lack server auth", csr.Spec.Usages)
 	}
 	for _, u := range csr.Spec.Usages {
 		if !slices.Contains(allowedUsages, u) {
-			return fmt.Errorf("usage %q is not one a serving certificate needs (%v)", u, allowedUsages)
+			return nil, fmt.Errorf("usage %q is not one a serving certificate needs (%v)", u, allowedUsages)
 		}
 	}
 	if len(req.EmailAddresses) > 0 || len(req.URIs) > 0 {
-		return fmt.Errorf("asks for e-mail or URI names (%q %v), which a kubelet's serving certificate never holds", req.EmailAddresses, req.URIs)
+		return nil, fmt.Errorf("asks for e-mail or URI names (%q %v), which a kubelet's serving certificate never holds", req.EmailAddresses, req.URIs)
 	}
 	if len(req.DNSNames) == 0 && len(req.IPAddresses) == 0 {
-		return fmt.Errorf("names no DNS name or IP address")
+		return nil, fmt.Errorf("names no DNS name or IP address")
 	}
 	if n := len(req.DNSNames) + len(req.IPAddresses); n > MaxNames {
-		return fmt.Errorf("names %d names and addresses, more than a kubelet asks for (%d)", n, MaxNames)
+		return nil, fmt.Errorf("names %d names and addresses, more than a kubelet asks for (%d)", n, MaxNames)
 	}
 	dns, ips := addresses(node)
 	for _, d := range req.DNSNames {
 		if why := policy.refuseDNS(d); why != "" {
-			return fmt.Errorf("DNS name %q is never approved: %s", d, why)
+			return nil, fmt.Errorf("DNS name %q is never approved: %s", d, why)
 		}
 		if !slices.Contains(dns, dnsKey(d)) {
-			return fmt.Errorf("DNS name %q is not a name of node %s (%q)", d, name, dns)
+			return nil, fmt.Errorf("DNS name %q is not a name of node %s (%q)", d, name, dns)
 		}
 		if o := owners[dnsKey(d)]; o != "" && o != name {
-			return fmt.Errorf("DNS name %q was reported first by node %s", d, o)
+			return nil, fmt.Errorf("DNS name %q was reported first by node %s", d, o)
 		}
 	}
 	for _, ip := range req.IPAddresses {
 		if why := policy.refuseIP(ip); why != "" {
-			return fmt.Errorf("IP address %s is never approved: %s", ip, why)
+			return nil, fmt.Errorf("IP address %s is never approved: %s", ip, why)
 		}
 		if !slices.ContainsFunc(ips, ip.Equal) {
-			return fmt.Errorf("IP address %s is not an address of node %s (%v)", ip, name, ips)
+			return nil, fmt.Errorf("IP address %s is not an address of node %s (%v)", ip, name, ips)
 		}
 		if o := owners[ip.String()]; o != "" && o != name {
-			return fmt.Errorf("IP address %s was reported first by node %s", ip, o)
+			return nil, fmt.Errorf("IP address %s was reported first by node %s", ip, o)
 		}
 	}
-	return nil
+	return req, nil
 }
 
 // addresses are the DNS names (its own name first, in dnsKey form) and the

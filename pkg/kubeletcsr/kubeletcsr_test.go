@@ -84,3 +84,35 @@ func TestTrimmedRequestsHoldNoLargeRequest(t *testing.T) {
 		t.Errorf("trimmed Node: %+v", n)
 	}
 }
+
+// Approvals wait while a control-plane kube-controller-manager would sign
+// them with the cluster CA, in either form of the flag, and when none is
+// seen; a pod on a worker Node never decides it either way.
+func TestClusterCASigning(t *testing.T) {
+	nodes := map[string]*corev1.Node{
+		"cp":     {ObjectMeta: metav1.ObjectMeta{Name: "cp", Labels: map[string]string{controlPlaneLabel: ""}}},
+		"worker": {ObjectMeta: metav1.ObjectMeta{Name: "worker"}},
+	}
+	pod := func(node string, args ...string) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Command: append([]string{"kube-controller-manager"}, args...)}}}}
+	}
+	signing := "--cluster-signing-kubelet-client-cert-file=/etc/kubernetes/pki/ca.crt"
+	for _, c := range []struct {
+		name string
+		pods []*corev1.Pod
+		hold bool
+	}{
+		{"none seen", nil, true},
+		{"only a worker's pod", []*corev1.Pod{pod("worker", signing)}, true},
+		{"the rendered flags", []*corev1.Pod{pod("cp", "--cluster-signing-cert-file=", signing)}, false},
+		{"kubeadm's generic flag", []*corev1.Pod{pod("cp", "--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt")}, true},
+		{"the flag and its value apart", []*corev1.Pod{pod("cp", "--cluster-signing-cert-file", "/etc/kubernetes/pki/ca.crt")}, true},
+		{"a serving signer of its own", []*corev1.Pod{pod("cp", "--cluster-signing-kubelet-serving-cert-file=/x.crt")}, true},
+		{"one old machine left", []*corev1.Pod{pod("cp", signing), pod("cp", "--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt")}, true},
+		{"a worker's pod does not unblock", []*corev1.Pod{pod("worker", signing), pod("cp", "--cluster-signing-cert-file=/ca.crt")}, true},
+	} {
+		if got := clusterCASigning(c.pods, nodes); (got != "") != c.hold {
+			t.Errorf("%s: %q, want hold %v", c.name, got, c.hold)
+		}
+	}
+}

@@ -345,6 +345,7 @@ func certificateChanges(old, cur *Result) []Change {
 	}
 	before, after := objs(old), objs(cur)
 	switched := len(old.Objects) > 0 && len(cur.Objects) > 0 && old.Config.CertManager != cur.Config.CertManager
+	kubelet := len(old.Objects) > 0 && len(cur.Objects) > 0 && old.Config.KubeletServingCertificates != cur.Config.KubeletServingCertificates
 	var out []Change
 	add := func(name string, action ChangeAction, reason string) {
 		kind, rest, _ := strings.Cut(name, " ")
@@ -359,6 +360,8 @@ func certificateChanges(old, cur *Result) []Change {
 			add(k, ActionCreate, "apply writes it for the serving certificates (tls.certificates: "+certificatesMode(cur)+")")
 		case switched && strings.HasPrefix(k, "ConfigMap "):
 			add(k, ActionUpdate, "the CA bundle changes to the CA of tls.certificates: "+certificatesMode(cur))
+		case kubelet && strings.HasPrefix(k, "ConfigMap "):
+			add(k, ActionUpdate, "the CA bundle gains or loses the kubelet-serving CA ("+templates.KubeletCAKey+"; tls.kubeletServingCertificates)")
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(before.written)) {

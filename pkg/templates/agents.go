@@ -46,10 +46,11 @@ func collectorJobs(c *spec.Config, indent string) string {
 	return strings.ReplaceAll(b.String(), "$", "$$")
 }
 
-// ownCA: some target's certificate is signed by eksa-metrics' serving CA,
-// whose bundle the agent mounts at CABundleFile.
+// ownCA: some target's certificate is signed by eksa-metrics' serving CA
+// or by the kubelet-serving CA, whose ConfigMap the agent mounts at
+// CABundleFile's directory.
 func ownCA(c *spec.Config) bool {
-	return slices.ContainsFunc(targets(c), func(t target) bool { return t.ownCA })
+	return slices.ContainsFunc(targets(c), func(t target) bool { return t.ownCA || t.kubeletCA })
 }
 
 // adotPackage renders EKS Anywhere's curated ADOT Package

@@ -21,15 +21,17 @@ const KubeletApproverCommand = "kubelet-approver"
 
 // KubeletApproverRules are all the approver may do cluster-wide: read the
 // requests of the kubelet-serving signer's kind and the Nodes they name,
-// approve or deny requests for that one signer (the API server checks the
-// approve verb on signers/<signerName> for every approval or denial:
-// plugin/pkg/admission/certificates/approval), and read the Services named
+// approve or deny requests for that one signer and sign them (the API
+// server checks the approve verb on signers/<signerName> for every approval
+// or denial, and the sign verb for every certificate written:
+// plugin/pkg/admission/certificates/approval and .../signing), and read the Services named
 // kubernetes (default/kubernetes: its address is never approved).
 func KubeletApproverRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests/approval"}, Verbs: []string{"update"}},
-		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"signers"}, ResourceNames: []string{certificatesv1.KubeletServingSignerName}, Verbs: []string{"approve"}},
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests/status"}, Verbs: []string{"update"}},
+		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"signers"}, ResourceNames: []string{certificatesv1.KubeletServingSignerName}, Verbs: []string{"approve", "sign"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"kubernetes"}, Verbs: []string{"get"}},
 	}
@@ -39,6 +41,13 @@ func KubeletApproverRules() []rbacv1.PolicyRule {
 // where the events on a (cluster-scoped) request go: write its events.
 func KubeletApproverEventRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}}}
+}
+
+// KubeletApproverPodRules are what it may do in kube-system: read the pods
+// (it watches kube-controller-manager's mirror pods only, and approves
+// nothing while one on the control plane would sign with the cluster CA).
+func KubeletApproverPodRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
 }
 
 // KubeletApproverArgs are the approver's arguments: the names and
@@ -51,8 +60,11 @@ func KubeletApproverArgs(c *spec.Config) []string {
 	if c.ControlPlaneEndpoint != "" {
 		args = append(args, "--control-plane-endpoint="+c.ControlPlaneEndpoint)
 	}
-	return args
+	return append(args, "--ca-cert-file="+kubeletCADir+"/tls.crt", "--ca-key-file="+kubeletCADir+"/tls.key")
 }
+
+// kubeletCADir is where the approver mounts the Secret KubeletServingCA.
+const kubeletCADir = "/etc/eksa-metrics/kubelet-serving-ca"
 
 // KubeletApproverObjects are the approver that keeps giving every kubelet
 // (every node that joins later, every renewal) its serving certificate:
@@ -76,6 +88,12 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: KubeletApprover},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: KubeletApprover, Namespace: SystemNS}},
 	}
+	pods := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(nil)}, Rules: KubeletApproverPodRules()}
+	podsBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(nil)},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: KubeletApprover},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: KubeletApprover, Namespace: SystemNS}},
+	}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(sel)},
 		Spec: appsv1.DeploymentSpec{
@@ -91,6 +109,7 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 					Tolerations:  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					SecurityContext: &corev1.PodSecurityContext{
 						RunAsNonRoot:   ptr.To(true),
+						FSGroup:        ptr.To[int64](65532), // reads the CA's volume
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
 					Containers: []corev1.Container{{
@@ -99,7 +118,10 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 						Args:            KubeletApproverArgs(c),
 						SecurityContext: hardened(65532),
 						Resources:       smallResources(),
+						VolumeMounts:    []corev1.VolumeMount{{Name: "ca", MountPath: kubeletCADir, ReadOnly: true}},
 					}},
+					// The CA apply creates before the objects.
+					Volumes: []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: KubeletServingCA, DefaultMode: ptr.To[int32](0o440)}}}},
 				},
 			},
 		},
@@ -110,6 +132,8 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 		toObject("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding),
 		toObject("rbac.authorization.k8s.io/v1", "Role", events),
 		toObject("rbac.authorization.k8s.io/v1", "RoleBinding", eventsBinding),
+		toObject("rbac.authorization.k8s.io/v1", "Role", pods),
+		toObject("rbac.authorization.k8s.io/v1", "RoleBinding", podsBinding),
 		toObject("apps/v1", "Deployment", dep),
 	}
 }

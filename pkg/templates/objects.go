@@ -67,6 +67,17 @@ const (
 	// spec.configMaps; a Prometheus without the operator mounts it there too.
 	CABundleFile = "/etc/prometheus/configmaps/" + ServingCA + "/" + CABundleKey
 
+	// KubeletServingCA is the Secret (kube-system) of the CA that the
+	// kubelet approver signs the kubelets' serving certificates with
+	// (tls.kubeletServingCertificates); apply creates it. Its certificate
+	// is published under KubeletCAKey in the ServingCA ConfigMaps, apart
+	// from the serving CA bundle: the kubelet scrapes trust it alone, and
+	// nothing else trusts it.
+	KubeletServingCA = Prefix + "-kubelet-serving-ca"
+	KubeletCAKey     = "kubelet-ca.crt"
+	// KubeletCAFile is where a Prometheus finds it (see CABundleFile).
+	KubeletCAFile = "/etc/prometheus/configmaps/" + ServingCA + "/" + KubeletCAKey
+
 	// ScraperTokenSecret is the token Secret of the scraper's ServiceAccount
 	// (type kubernetes.io/service-account-token: kube-controller-manager
 	// writes the token) that the ServiceMonitors reference.
@@ -275,6 +286,12 @@ func BundleNamespaces(cfg *spec.Config) []string {
 // tls.certificates: eksa-metrics, and the CA bundles.
 func CertificateObjects(cfg *spec.Config, served []ServedSecret) map[string]bool {
 	keep := map[string]bool{}
+	if cfg.KubeletServingCertificates {
+		keep[ObjectName("Secret", SystemNS, KubeletServingCA)] = true
+		for _, ns := range BundleNamespaces(cfg) {
+			keep[ObjectName("ConfigMap", ns, ServingCA)] = true
+		}
+	}
 	if len(served) == 0 {
 		return keep
 	}

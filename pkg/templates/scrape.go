@@ -43,6 +43,9 @@ type target struct {
 	// ownCA, to eksa-metrics' serving CA) with this name.
 	serverName string
 	ownCA      bool
+	// kubeletCA: the kubelet's certificate chains to the kubelet-serving CA
+	// (tls.kubeletServingCertificates), trusted for these targets only.
+	kubeletCA bool
 	// insecure explains why the certificate cannot be verified ("" = verify).
 	insecure string
 	// mgmt marks a management component (its Service is rendered with it).
@@ -68,9 +71,9 @@ func targets(c *spec.Config) []target {
 			// plain Prometheus discovers the nodes instead.
 			t.serviceName, t.selector, t.jobLabel = "kubelet", map[string]string{"k8s-app": "kubelet"}, "k8s-app"
 			if c.KubeletServingCertificates {
-				// Signed by the cluster CA for the node's own addresses,
-				// which are the targets' (no server name).
-				t.insecure = ""
+				// Signed by the kubelet-serving CA for the node's own
+				// addresses, which are the targets' (no server name).
+				t.insecure, t.kubeletCA = "", true
 			}
 		case components.Etcd, components.KubeProxy:
 			if c.Exposure == metricsv1alpha1.ExposureBindAddress {
@@ -268,6 +271,9 @@ func monitorCredentials(c *spec.Config, t target) (*monitoringv1.SafeAuthorizati
 	case t.ownCA:
 		// The CA bundle apply publishes in the monitor's namespace.
 		tls.ServerName, tls.CA = ptr.To(t.serverName), configMapKey(ServingCA, CABundleKey)
+	case t.kubeletCA:
+		// The kubelet-serving CA, apart in the same ConfigMap.
+		tls.CA = configMapKey(ServingCA, KubeletCAKey)
 	case c.CredentialsFile:
 		tls.ServerName, tls.CAFile = ptr.To(t.serverName), saCAFile
 	default:
@@ -374,6 +380,9 @@ func scrapeJobs(c *spec.Config) []scrapeJob {
 				job.TLSConfig = &tlsConfig{CAFile: saCAFile, ServerName: t.serverName}
 				if t.ownCA {
 					job.TLSConfig.CAFile = CABundleFile
+				}
+				if t.kubeletCA {
+					job.TLSConfig.CAFile = KubeletCAFile
 				}
 				if t.insecure != "" {
 					job.TLSConfig = &tlsConfig{CAFile: saCAFile, InsecureSkipVerify: true}

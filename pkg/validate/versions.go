@@ -17,6 +17,14 @@ var componentFlags = map[kubeadm.Component]map[string]int{
 	kubeadm.Etcd: {"listen-metrics-urls": 0, "metrics": 0},
 }
 
+// The signer flags of tls.kubeletServingCertificates (kube-controller-manager
+// has had them since 1.19).
+func init() {
+	for _, f := range kubeadm.SigningFlags() {
+		componentFlags[kubeadm.ControllerManager][f] = 0
+	}
+}
+
 // gate is a feature gate's life: it exists from Since (per component), and is
 // on by default from DefaultOn. Gone is the first minor without it (0: still
 // there in every supported version).

@@ -33,6 +33,9 @@ type Options struct {
 	// ServingCA verifies the targets that serve eksa-metrics' certificates
 	// (Target.ServingName).
 	ServingCA *x509.CertPool
+	// KubeletCA verifies the kubelets with tls.kubeletServingCertificates
+	// (Target.VerifyWithKubeletCA).
+	KubeletCA *x509.CertPool
 	// Concurrency bounds how many targets run at once (default 16).
 	Concurrency int
 	// Timeout bounds each target (default 10s).
@@ -137,6 +140,11 @@ func check(ctx context.Context, t Target, opts Options) Result {
 				r.TLS = "eksa-metrics CA"
 			}
 		}
+		if t.VerifyWithKubeletCA && opts.KubeletCA != nil && len(certs) > 0 {
+			if _, err := certs[0].Verify(x509.VerifyOptions{Roots: opts.KubeletCA, DNSName: u.Hostname()}); err == nil {
+				r.TLS = "kubelet-serving CA"
+			}
+		}
 		if len(certs) > 0 {
 			r.Expires = certs[0].NotAfter.UTC().Format(time.RFC3339)
 			if p := expiryProblem(certs[0].NotAfter, time.Now(), r.TLS); p != "" {
@@ -155,6 +163,21 @@ func check(ctx context.Context, t Target, opts Options) Result {
 				fail("the %s certificate does not chain to the cluster CA (%s); no token was sent%s", whose(t), r.TLS, kubeletHint(t))
 				return r
 			}
+		} else if t.VerifyWithKubeletCA {
+			// What the scrapers trust for a kubelet: that CA alone.
+			if opts.KubeletCA == nil {
+				fail("the kubelet-serving CA (Secret %s/%s, which apply creates) could not be read, so the kubelet's certificate cannot be verified; no token was sent", templates.SystemNS, templates.KubeletServingCA)
+				return r
+			}
+			if r.TLS != "kubelet-serving CA" {
+				hint := kubeletHint(t)
+				if r.TLS == "cluster CA" {
+					hint = ": kube-controller-manager signed it with the cluster CA, so the control plane still runs without the signer flags tls.kubeletServingCertificates gives it (eksctl anywhere upgrade cluster replaces its machines); the kubelet renews it with the approver's CA later"
+				}
+				fail("the kubelet's certificate does not chain to the kubelet-serving CA for %s (%s); no token was sent%s", u.Hostname(), r.TLS, hint)
+				return r
+			}
+			cfg.RootCAs, cfg.ServerName = opts.KubeletCA, u.Hostname()
 		} else if t.ServingName != "" {
 			// What Prometheus checks: the name and eksa-metrics' CA.
 			if opts.ServingCA == nil {

@@ -45,9 +45,12 @@ type Target struct {
 	// a token.
 	Plain bool
 	// VerifyWithClusterCA: the certificate must chain to the cluster CA (the
-	// API server; the kubelets with tls.kubeletServingCertificates) before
-	// any token is sent.
+	// API server) before any token is sent.
 	VerifyWithClusterCA bool
+	// VerifyWithKubeletCA: the certificate must chain to the kubelet-serving
+	// CA for the target's address (the kubelets with
+	// tls.kubeletServingCertificates) before any token is sent.
+	VerifyWithKubeletCA bool
 	// ServingName: the certificate must be eksa-metrics' for this name
 	// (Options.ServingCA), as Prometheus verifies it, before any token is sent.
 	ServingName string
@@ -90,7 +93,7 @@ func Targets(c *spec.Config, apiServer string, nodes []Node) []Target {
 				t.ServingName = templates.ServingName(comp.ID)
 			}
 			// A kubelet-serving certificate names the node's addresses.
-			t.VerifyWithClusterCA = comp.ID == components.Kubelet && c.KubeletServingCertificates
+			t.VerifyWithKubeletCA = comp.ID == components.Kubelet && c.KubeletServingCertificates
 			out = append(out, t)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -36,8 +37,10 @@ const approverImage = "registry.example.com/eksa-metrics:v0.0.0-e2e"
 // cluster.yaml gives them), file kubelet-serving requests and serve nothing
 // until one is approved; the rendered approver Deployment, run from the
 // image's binary with its own ServiceAccount, approves each node's own
-// request and denies a node's request for another node's address;
-// kube-controller-manager signs them with the cluster CA; and a real
+// request and denies a node's request for another node's address, and
+// signs the approved ones with the kubelet-serving CA apply created
+// (kube-controller-manager, run with the rendered signer flags, signs
+// none); no kubelet certificate verifies with the cluster CA; and a real
 // Prometheus scrapes every kubelet with verification on, through the
 // ServiceMonitors and through the plain file.
 func TestKubeletServingCertificates(t *testing.T) {
@@ -58,7 +61,11 @@ func TestKubeletServingCertificates(t *testing.T) {
 	}
 	approverBin := framework.Binary(t, "image/linux-"+runtime.GOARCH+"/eksa-metrics")
 
-	c := framework.StartCluster(t, framework.ClusterOptions{Version: version, ControlPlaneTaints: controlPlaneTaints, Workers: 2, KubeletServerTLSBootstrap: true})
+	// kube-controller-manager runs with the signer flags the
+	// KubeadmControlPlane change gives it: it signs no kubelet-serving
+	// request, the approver does, with the kubelet-serving CA.
+	c := framework.StartCluster(t, framework.ClusterOptions{Version: version, ControlPlaneTaints: controlPlaneTaints, Workers: 2, KubeletServerTLSBootstrap: true,
+		ControllerManagerArgs: r.Change.Args(kubeadm.ControllerManager)})
 	ctx := context.Background()
 	caPool := x509.NewCertPool()
 	ca, err := os.ReadFile(c.PKI.CACert)
@@ -126,13 +133,28 @@ func TestKubeletServingCertificates(t *testing.T) {
 		}
 		return n >= len(c.Nodes)+1, nil
 	})
+	// What the scrapers trust for a kubelet: the kubelet-serving CA apply
+	// created (its certificate, published apart in the bundle ConfigMap).
+	bundle, err := c.Client.CoreV1().ConfigMaps("monitoring").Get(ctx, templates.ServingCA, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeletPool := x509.NewCertPool()
+	if !kubeletPool.AppendCertsFromPEM([]byte(bundle.Data[templates.KubeletCAKey])) {
+		t.Fatalf("ConfigMap monitoring/%s holds no kubelet-serving CA under %s: %v", templates.ServingCA, templates.KubeletCAKey, bundle.Data)
+	}
 	for _, n := range c.Nodes {
 		var cert *x509.Certificate
-		framework.WaitFor(t, "kubelet@"+n.Name+" serving a certificate of the cluster CA", 60*time.Second, func() (bool, error) {
-			cert, err = kubeletCertificate(n.Host.IP, caPool)
+		framework.WaitFor(t, "kubelet@"+n.Name+" serving a certificate of the kubelet-serving CA", 60*time.Second, func() (bool, error) {
+			cert, err = kubeletCertificate(n.Host.IP, kubeletPool)
 			return err == nil, nil
 		})
-		t.Logf("kubelet@%s serves %q (IP SANs %v), verified with the cluster CA", n.Name, cert.Subject.CommonName, cert.IPAddresses)
+		// Whatever was approved, no client that trusts the cluster CA
+		// (kubeconfigs, ServiceAccount tokens' ca.crt) accepts it.
+		if _, err := kubeletCertificate(n.Host.IP, caPool); err == nil {
+			t.Errorf("kubelet@%s serves a certificate a client trusting the cluster CA accepts", n.Name)
+		}
+		t.Logf("kubelet@%s serves %q (IP SANs %v), verified with the kubelet-serving CA and refused with the cluster CA", n.Name, cert.Subject.CommonName, cert.IPAddresses)
 	}
 
 	// A real Prometheus, verification on, both forms.
@@ -145,13 +167,13 @@ func TestKubeletServingCertificates(t *testing.T) {
 	}
 	viaOperator := scrapeAndCheck(t, c, worker1, 9093, "kubelet verified (operator)", sa, cfg, c.PrometheusMounts(t, "monitoring", "kubelet-tls", cfg), r)
 	main := "global: {scrape_interval: 2s, scrape_timeout: 2s}\nscrape_config_files: [eksa-metrics-scrape-configs.yaml]\n"
-	plain := c.PrometheusMounts(t, sa.Namespace, "", "")
+	plain := c.PrometheusMounts(t, sa.Namespace, "", "", templates.ServingCA)
 	plain["eksa-metrics-scrape-configs.yaml"] = file
 	viaFile := scrapeAndCheck(t, c, worker1, 9094, "kubelet verified (plain file)", sa, main, plain, r)
 	t.Logf("%s; %s", viaOperator, viaFile)
 
 	// eksa-metrics verify: each kubelet's certificate chains to the
-	// cluster CA for its address before the token is sent.
+	// kubelet-serving CA for its address before the token is sent.
 	specPath := filepath.Join(t.TempDir(), "kubelet-tls.yaml")
 	writeFile(t, specPath, text)
 	vr := verifier{t: t, kubeconfig: c.Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"), spec: specPath}
@@ -161,7 +183,7 @@ func TestKubeletServingCertificates(t *testing.T) {
 		t.Fatalf("%d kubelet rows, want %d", len(rows), len(c.Nodes))
 	}
 	for _, row := range rows {
-		if !row.Pass() || row.TLS != "cluster CA" {
+		if !row.Pass() || row.TLS != "kubelet-serving CA" {
 			t.Errorf("verify %s: pass=%t tls=%q %v", row.Target, row.Pass(), row.TLS, row.Problems)
 		}
 	}

@@ -183,7 +183,8 @@ func (c *Cluster) startControllers(t testing.TB) {
 	t.Helper()
 	c.ControllerManagerKubeconfig = c.Kubeconfig(t, "controller-manager", "system:kube-controller-manager")
 	c.SchedulerKubeconfig = c.Kubeconfig(t, "scheduler", "system:kube-scheduler")
-	paths := map[string]string{kubeadm.ControllerManagerKubeconfig: c.ControllerManagerKubeconfig, kubeadm.SchedulerKubeconfig: c.SchedulerKubeconfig}
+	paths := map[string]string{kubeadm.ControllerManagerKubeconfig: c.ControllerManagerKubeconfig, kubeadm.SchedulerKubeconfig: c.SchedulerKubeconfig,
+		kubeadm.PKIDir + "/ca.crt": c.PKI.CACert, kubeadm.PKIDir + "/ca.key": c.PKI.CAKey}
 	h := c.Nodes[0].Host
 	c.KCM = h.Start(t, "kube-controller-manager", c.bin(t, "kube-controller-manager"), Args(Override(
 		append(c.KubeadmControllerManagerArgs(c.ControllerManagerKubeconfig), kubeadm.Arg{Name: "node-monitor-grace-period", Value: "40s"}),

@@ -22,6 +22,14 @@ import (
 // digital signature and server auth), and returns its name.
 func FileServingRequest(t testing.TB, client kubernetes.Interface, prefix, node string, dns []string, ips ...string) string {
 	t.Helper()
+	name, _ := FileRequest(t, client, certificatesv1.KubeletServingSignerName, prefix, node, dns, ips...)
+	return name
+}
+
+// FileRequest is FileServingRequest for any signer (server auth for the
+// serving signer, client auth otherwise), and also returns the key.
+func FileRequest(t testing.TB, client kubernetes.Interface, signer, prefix, node string, dns []string, ips ...string) (string, *ecdsa.PrivateKey) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -34,16 +42,20 @@ func FileServingRequest(t testing.TB, client kubernetes.Interface, prefix, node 
 	if err != nil {
 		t.Fatal(err)
 	}
+	usage := certificatesv1.UsageClientAuth
+	if signer == certificatesv1.KubeletServingSignerName {
+		usage = certificatesv1.UsageServerAuth
+	}
 	csr, err := client.CertificatesV1().CertificateSigningRequests().Create(context.Background(), &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: certificatesv1.KubeletServingSignerName,
-			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+			SignerName: signer,
+			Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, usage},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("node %s filing a serving request %s: %v", node, prefix, err)
+		t.Fatalf("node %s filing a %s request %s: %v", node, signer, prefix, err)
 	}
-	return csr.Name
+	return csr.Name, key
 }

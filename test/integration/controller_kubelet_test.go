@@ -22,9 +22,10 @@ func TestControllerRunsTheKubeletApprover(t *testing.T) {
 	const image = "registry.example.com/eksa-metrics:v0.0.0-it"
 	f := newFleet(t, "w1")
 	f.startControllerWith(t, &counter{reqs: map[string]int{}}, func(o *cli.ControllerOptions) { o.EKSAMetricsImage = image })
+	// The signer flags roll the control plane: allowed here.
 	f.putMetricsConfig(t, "default", "kubelets", map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": "w1"},
 		"scrapers": []any{map[string]any{"kind": "Group", "name": "metrics-readers"}},
-		"tls":      map[string]any{"kubeletServingCertificates": true}})
+		"tls":      map[string]any{"kubeletServingCertificates": true}, "allowControlPlaneRollout": true})
 	f.clusterCondition(t, "default", "kubelets", "w1", "Rendered", "Invalid", "set serverTLSBootstrap: true in the Cluster's kubeletConfiguration")
 	if _, err := f.workloads["w1"].Client.AppsV1().Deployments(templates.SystemNS).Get(ctx, templates.KubeletApprover, metav1.GetOptions{}); err == nil {
 		t.Fatal("the approver runs although the kubelets would never ask it for anything")
@@ -49,6 +50,10 @@ func TestControllerRunsTheKubeletApprover(t *testing.T) {
 		}
 		if len(role.Rules) != len(templates.KubeletApproverRules()) {
 			return fmt.Errorf("role %v", role.Rules)
+		}
+		// The CA it signs with, which the controller made there.
+		if _, err := w.CoreV1().Secrets(templates.SystemNS).Get(ctx, templates.KubeletServingCA, metav1.GetOptions{}); err != nil {
+			return err
 		}
 		return nil
 	})

@@ -216,13 +216,18 @@ type TLS struct {
 	// +kubebuilder:validation:Enum=eksa-metrics;cert-manager;none
 	Certificates string `json:"certificates,omitempty"`
 	// KubeletServingCertificates gives every kubelet a serving certificate
-	// from the cluster CA, so that the kubelet scrapes verify it: generate
+	// from a CA of the kubelets' own (Secret
+	// kube-system/eksa-metrics-kubelet-serving-ca, which apply creates and
+	// only the kubelet scrapes trust), so that the kubelet scrapes verify
+	// it: generate
 	// adds serverTLSBootstrap: true to the Cluster's kubeletConfiguration
 	// (control plane and every worker node group; EKS Anywhere then rolls
 	// every node), and eksa-metrics runs an approver in the cluster that
 	// approves a kubelet's kubernetes.io/kubelet-serving
 	// CertificateSigningRequest only for that node's own names and
-	// addresses. Refused where EKS Anywhere does not apply
+	// addresses, and signs it; kube-controller-manager (the
+	// KubeadmControlPlane change) stops signing them with the cluster CA.
+	// Refused where EKS Anywhere does not apply
 	// kubeletConfiguration (Bottlerocket, Snow, Docker nodes with labels,
 	// EKS Anywhere before v0.20).
 	// +optional
