@@ -64,6 +64,9 @@ type ControllerOptions struct {
 	// Shard is the value of the shard label on the Clusters this replica
 	// keeps (controller.ShardLabel); empty: those without it.
 	Shard string
+	// ScraperRecheck is how often a scraper ServiceAccount's rights are
+	// asked again once its token Secret exists.
+	ScraperRecheck time.Duration
 	// The policy (controller.Policy): the management cluster it runs in
 	// (namespace/name), the namespaces whose MetricsConfigs are an
 	// administrator's, the proxy images.
@@ -109,6 +112,7 @@ selected Cluster what eksa-metrics apply would. In a pod it uses its ServiceAcco
 	fl.StringVar(&o.LeaderNamespace, "leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's)")
 	fl.IntVar(&o.Concurrency, "cluster-concurrency", 16, "Clusters planned and applied at once (each Cluster is its own unit of work)")
 	fl.IntVar(&o.Workers, "workers", 2, "MetricsConfig statuses written at once")
+	fl.DurationVar(&o.ScraperRecheck, "scraper-recheck", controller.ScraperRecheck, "how often to ask again whether a scraper ServiceAccount's token can do harm (its token Secret is withdrawn when it can)")
 	fl.StringVar(&o.Shard, "shard", "", "keep only the Clusters labelled "+controller.ShardLabel+"=<this value>, with a Lease of its own (eksa-metrics-controller-<shard>); empty: the Clusters without that label. Run one replica set per shard")
 	fl.BoolVar(&o.InsecureKubeconfigSecrets, "insecure-kubeconfig-secrets", false, secretsFlagHelp)
 	policyFlags(fl, o)
@@ -242,7 +246,7 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if err := mgmt.CacheInventory(ctx); err != nil {
 		return err
 	}
-	r := &controller.Reconciler{Client: mgr.GetClient(), Management: mgmt, Concurrency: o.Concurrency, Workers: o.Workers, Shard: o.Shard,
+	r := &controller.Reconciler{Client: mgr.GetClient(), Management: mgmt, Concurrency: o.Concurrency, Workers: o.Workers, Shard: o.Shard, ScraperRecheck: o.ScraperRecheck,
 		Recorder: mgr.GetEventRecorder("eksa-metrics-controller"), TrustKubeconfigSecrets: o.InsecureKubeconfigSecrets, Policy: policy}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err

@@ -99,6 +99,9 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 			if d := untilRenewal([]time.Time{renewAt}, time.Now()); d > 0 {
 				next = append(next, d)
 			}
+			if slices.ContainsFunc(mc.Spec.Scrapers, func(s metricsv1alpha1.Scraper) bool { return s.Kind == metricsv1alpha1.ScraperServiceAccount }) {
+				next = append(next, r.harm.every) // its token's rights asked again
+			}
 			errs = append(errs, r.writeBinding(ctx, mc, w.obj, prev, st))
 		}
 	case len(admitted) > 1:
@@ -128,6 +131,8 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
 	}
+	// The soonest of the waits asked for (a success asks for none: 0).
+	next = slices.DeleteFunc(next, func(d time.Duration) bool { return d <= 0 })
 	if len(next) == 0 {
 		return reconcile.Result{}, nil
 	}
@@ -272,7 +277,7 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	// A scraper token is minted only for a ServiceAccount that can do no
 	// harm with it (the MetricsConfig's author chose the ServiceAccount).
 	var harm *ScraperNotHarmlessError
-	if err := scraperTokenHarmless(ctx, cl.Workload, res); errors.As(err, &harm) {
+	if err := scraperTokenHarmless(ctx, cl.Workload, res, &r.harm); errors.As(err, &harm) {
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonNotAllowed, err)
 	} else if err != nil {
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonUnreachable, err)

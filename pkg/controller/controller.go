@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,9 @@ type Reconciler struct {
 	// Shard is the value of ShardLabel on the Clusters this controller
 	// keeps; empty: the Clusters without the label.
 	Shard string
+	// ScraperRecheck is how often a scraper's ServiceAccount is asked
+	// again whether its token can do harm (default ScraperRecheck).
+	ScraperRecheck time.Duration
 
 	// capiCluster is the Cluster API Cluster kind in the version the
 	// management cluster serves (empty when it serves none).
@@ -103,11 +107,17 @@ type Reconciler struct {
 	once          sync.Once
 	// driftRepairs counts the re-plans a workload cluster's drift caused.
 	driftRepairs atomic.Int64
+	// harm: when each scraper ServiceAccount was last found harmless.
+	harm harmChecks
 }
 
 func (r *Reconciler) init() {
 	r.once.Do(func() {
 		r.results = newResults()
+		r.harm.every = r.ScraperRecheck
+		if r.harm.every <= 0 {
+			r.harm.every = ScraperRecheck
+		}
 		r.clusterEvents = make(chan event.GenericEvent, 1024)
 		r.workloads = &workloads{m: map[types.NamespacedName]*workload{}, trust: r.TrustKubeconfigSecrets, drifted: r.drifted}
 		if r.clusters == nil {

@@ -30,6 +30,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -538,29 +539,58 @@ func TestControllerAppliesTheManagementSetup(t *testing.T) {
 // A MetricsConfig author chooses the scraper's ServiceAccount, and the
 // controller writes a never-expiring token Secret for it with the workload
 // cluster's admin kubeconfig: for a ServiceAccount bound to cluster-admin,
-// it refuses (by SubjectAccessReviews in the workload cluster) and writes
-// nothing; for one that only scrapes, it writes the token Secret.
+// or one that may only watch Secrets or reach nodes through the API
+// server's proxy, it refuses (by SubjectAccessReviews in the workload
+// cluster) and writes nothing; for one that only scrapes, it writes the
+// token Secret, asks again every --scraper-recheck, and withdraws the
+// Secret once that ServiceAccount is granted a watch of another
+// namespace's Secrets.
 func TestControllerMintsNoTokenThatCanDoHarm(t *testing.T) {
 	ctx := context.Background()
 	f := newFleet(t, "w1")
 	w := f.workloads["w1"]
-	w.ServiceAccount(t, "monitoring", "builder")
-	w.ServiceAccount(t, "monitoring", "prometheus")
-	if _, err := w.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "builder"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "builder", Namespace: "monitoring"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	bind := func(sa, ns string, rules []rbacv1.PolicyRule, role string) {
+		t.Helper()
+		if rules != nil {
+			if ns == "" {
+				if _, err := w.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := w.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: "monitoring"}}
+		var err error
+		if ns == "" {
+			_, err = w.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa + "-" + role},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subjects}, metav1.CreateOptions{})
+		} else {
+			_, err = w.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa + "-" + role},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role}, Subjects: subjects}, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	f.startController(t, &counter{reqs: map[string]int{}})
+	for _, sa := range []string{"builder", "watcher", "proxier", "prometheus"} {
+		w.ServiceAccount(t, "monitoring", sa)
+	}
+	bind("builder", "", nil, "cluster-admin")
+	bind("watcher", "", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"watch"}}}, "watch-secrets")
+	bind("proxier", "", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/proxy"}, Verbs: []string{"get"}}}, "nodes-proxy")
+	f.startControllerWith(t, &counter{reqs: map[string]int{}}, func(o *cli.ControllerOptions) { o.ScraperRecheck = 2 * time.Second })
 	mc := func(sa string) map[string]any {
 		return map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": "w1"},
 			"scrapers":     []any{map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": "monitoring"}},
 			"scrapeConfig": map[string]any{"namespace": "monitoring"}}
 	}
-	f.putMetricsConfig(t, "default", "w1", mc("builder"))
-	f.clusterCondition(t, "default", "w1", "w1", "Applied", "NotAllowed", "can get secrets in every namespace")
-	if _, err := w.Client.CoreV1().Secrets("monitoring").Get(ctx, templates.ScraperTokenSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the token Secret of a cluster-admin ServiceAccount was written (or could not be read): %v", err)
+	for sa, want := range map[string]string{"builder": "can get secrets in every namespace", "watcher": "watch secrets in every namespace", "proxier": "get nodes/proxy in every namespace"} {
+		f.putMetricsConfig(t, "default", "w1", mc(sa))
+		f.clusterCondition(t, "default", "w1", "w1", "Applied", "NotAllowed", want)
+		if _, err := w.Client.CoreV1().Secrets("monitoring").Get(ctx, templates.ScraperTokenSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the token Secret of ServiceAccount %s was written (or could not be read): %v", sa, err)
+		}
 	}
 	f.putMetricsConfig(t, "default", "w1", mc("prometheus"))
 	f.waitFor(t, "the scraper's token Secret", func() error {
@@ -573,6 +603,16 @@ func TestControllerMintsNoTokenThatCanDoHarm(t *testing.T) {
 		}
 		return nil
 	})
+	// Later, someone lets it watch the Secrets of one namespace: the next
+	// check withdraws the token Secret and says why.
+	if _, err := w.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vault"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind("prometheus", "vault", []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"watch"}}}, "watch-vault")
+	f.clusterCondition(t, "default", "w1", "w1", "Applied", "NotAllowed", "watch secrets in vault")
+	if _, err := w.Client.CoreV1().Secrets("monitoring").Get(ctx, templates.ScraperTokenSecret, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the token Secret of a ServiceAccount that may watch vault's Secrets is still there (or could not be read): %v", err)
+	}
 }
 
 // One hostile workload API server does not stop the fleet: a Cluster whose
