@@ -49,6 +49,9 @@ func rbacObjects(o Options) []any {
 			// eksa-system objects are whose.
 			{APIGroups: []string{"anywhere.eks.amazonaws.com"}, Resources: []string{"clusters", "bundles", "eksareleases", "vspheremachineconfigs", "cloudstackmachineconfigs", "nutanixmachineconfigs", "tinkerbellmachineconfigs", "snowmachineconfigs"}, Verbs: read},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: read},
+			// Its own admission policy, read to check that it holds it
+			// (CheckAdmissionPolicy): nothing else of admission.
+			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, ResourceNames: []string{ControllerName}, Verbs: []string{"get"}},
 			{APIGroups: []string{"controlplane.cluster.x-k8s.io"}, Resources: []string{"kubeadmcontrolplanes"}, Verbs: read},
 			// Roles and bindings it renders (the reader roles, their
 			// bindings, the discovery roles some stacks lack). It holds no

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -64,6 +65,15 @@ type ControllerOptions struct {
 	// Shard is the value of the shard label on the Clusters this replica
 	// keeps (controller.ShardLabel); empty: those without it.
 	Shard string
+	// ImagePrefixes are the --allowed-image-prefix values.
+	ImagePrefixes []string
+	// WithoutAdmissionPolicy runs without the admission policy (a
+	// management cluster below 1.30, which serves none): its writes are
+	// then held by its RBAC only.
+	WithoutAdmissionPolicy bool
+	// PolicyRecheck is how often the admission policy is checked again
+	// (default a minute).
+	PolicyRecheck time.Duration
 	// ScraperRecheck is how often a scraper ServiceAccount's rights are
 	// asked again once its token Secret exists.
 	ScraperRecheck time.Duration
@@ -115,6 +125,7 @@ selected Cluster what eksa-metrics apply would. In a pod it uses its ServiceAcco
 	fl.DurationVar(&o.ScraperRecheck, "scraper-recheck", controller.ScraperRecheck, "how often to ask again whether a scraper ServiceAccount's token can do harm (its token Secret is withdrawn when it can)")
 	fl.StringVar(&o.Shard, "shard", "", "keep only the Clusters labelled "+controller.ShardLabel+"=<this value>, with a Lease of its own (eksa-metrics-controller-<shard>); empty: the Clusters without that label. Run one replica set per shard")
 	fl.BoolVar(&o.InsecureKubeconfigSecrets, "insecure-kubeconfig-secrets", false, secretsFlagHelp)
+	fl.BoolVar(&o.WithoutAdmissionPolicy, "without-admission-policy", false, "run although the management cluster holds no admission policy of the controller's (below Kubernetes 1.30, which serves none; controller manifests --kubernetes-version sets it): its writes are then held by its RBAC only. Without it, run refuses to start, and stops writing, while the policy is missing or not the one these flags give")
 	policyFlags(fl, o)
 	return cmd
 }
@@ -128,7 +139,32 @@ func policyFlags(fl *pflag.FlagSet, o *ControllerOptions) {
 	fl.StringVar(&o.HAProxyImage, "haproxy-image", "", "the HAProxy image of every Cluster (pin a digest); a MetricsConfig cannot choose it (default: from the Bundles with --images-from-bundles, else "+spec.DefaultHAProxyImage+")")
 	fl.StringVar(&o.EKSAMetricsImage, "eksa-metrics-image", "", "the image the kubelet serving-certificate approver runs in a workload cluster whose MetricsConfig asks for tls.kubeletServingCertificates (controller manifests sets it to --image, the controller's own)")
 	fl.StringSliceVar(&o.MonitoringNamespaces, "monitoring-namespace", []string{"monitoring"}, "namespaces of the management cluster where the controller may write scrape configuration (a management Cluster's scrapeConfig.namespace must be one); repeatable")
+	fl.StringSliceVar(&o.ImagePrefixes, "allowed-image-prefix", nil, "a registry or repository prefix (e.g. registry.example.com/mirror/) the admission policy lets the controller run proxies and sidecars from, beyond "+strings.Join(config.DefaultImagePrefixes, ", ")+"; repeatable (controller run compares its live admission policy with the one these flags give)")
 	fl.BoolVar(&o.ImagesFromBundles, "images-from-bundles", false, "take the proxy images, pinned by digest, from the EKS Anywhere Bundles each Cluster runs (its EKSARelease, or spec.bundlesRef)")
+}
+
+// checkImagePrefixes refuses an --allowed-image-prefix that is no prefix.
+func (o *ControllerOptions) checkImagePrefixes() error {
+	for _, p := range o.ImagePrefixes {
+		if strings.ContainsAny(p, " \t\n:@") || !strings.Contains(p, "/") {
+			return usageErrorf("--allowed-image-prefix %q is neither a registry or path ending in / (registry.example.com/mirror/) nor a repository (registry.example.com/kube-rbac-proxy)", p)
+		}
+	}
+	return nil
+}
+
+// admissionOptions are the options of the admission policy the policy
+// flags give, for a controller in namespace: what manifests prints, and
+// what run compares the live policy with. The images the controller is
+// told to run are allowed by it: their repositories.
+func (o *ControllerOptions) admissionOptions(namespace string) config.Options {
+	prefixes := slices.Clone(o.ImagePrefixes)
+	for _, img := range []string{o.KubeRBACProxyImage, o.HAProxyImage} {
+		if img != "" {
+			prefixes = append(prefixes, config.Repository(img))
+		}
+	}
+	return config.Options{Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, ImagePrefixes: prefixes}
 }
 
 // policy checks the policy flags and returns the controller's policy.
@@ -207,6 +243,27 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if err := controller.Preflight(mgmt); err != nil {
 		return err
 	}
+	// Its writes are held by its admission policy: it starts only when the
+	// policy is there as shipped, and stops writing when it no longer is.
+	var guard *controller.PolicyGuard
+	if o.WithoutAdmissionPolicy {
+		fmt.Fprintln(f.IOStreams.ErrOut, "warning: --without-admission-policy: no admission policy holds the controller's writes, only its RBAC (it could change objects it did not create in the namespaces its Roles name, run images from anywhere and bind roles it holds)")
+	} else {
+		want := o.admissionOptions("")
+		admission, err := kubernetes.NewForConfig(mgmt.RESTConfig())
+		if err != nil {
+			return err
+		}
+		guard = &controller.PolicyGuard{Log: f.IOStreams.ErrOut, Check: func(ctx context.Context) error { return config.CheckAdmissionPolicy(ctx, admission, want) }}
+		if err := guard.Once(ctx); err != nil {
+			return err
+		}
+		every := o.PolicyRecheck
+		if every <= 0 {
+			every = time.Minute
+		}
+		go guard.Run(ctx, every)
+	}
 	eksaClusters := &unstructured.Unstructured{}
 	eksaClusters.SetGroupVersionKind(controller.ClusterGVK)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -246,7 +303,7 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if err := mgmt.CacheInventory(ctx); err != nil {
 		return err
 	}
-	r := &controller.Reconciler{Client: mgr.GetClient(), Management: mgmt, Concurrency: o.Concurrency, Workers: o.Workers, Shard: o.Shard, ScraperRecheck: o.ScraperRecheck,
+	r := &controller.Reconciler{Client: mgr.GetClient(), Management: mgmt, Concurrency: o.Concurrency, Workers: o.Workers, Shard: o.Shard, ScraperRecheck: o.ScraperRecheck, Guard: guard,
 		Recorder: mgr.GetEventRecorder("eksa-metrics-controller"), TrustKubeconfigSecrets: o.InsecureKubeconfigSecrets, Policy: policy}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
@@ -296,7 +353,7 @@ func ctrlConfig(workers int) ctrlconfig.Controller {
 
 func newCmdControllerManifests(f *Factory) *cobra.Command {
 	var image, namespace, kubeVersion, metricsCertificates string
-	var shards, imagePrefixes []string
+	var shards []string
 	var serviceMonitor bool
 	var serviceMonitorLabels map[string]string
 	o := &ControllerOptions{}
@@ -330,17 +387,8 @@ policy flags are passed on to the controller's arguments.`,
 					return err
 				}
 			}
-			for _, p := range imagePrefixes {
-				if strings.ContainsAny(p, " \t\n:@") || !strings.Contains(p, "/") {
-					return usageErrorf("--allowed-image-prefix %q is neither a registry or path ending in / (registry.example.com/mirror/) nor a repository (registry.example.com/kube-rbac-proxy)", p)
-				}
-			}
-			// The images the controller is told to run are allowed by its
-			// policy: their repositories.
-			for _, img := range []string{o.KubeRBACProxyImage, o.HAProxyImage} {
-				if img != "" {
-					imagePrefixes = append(imagePrefixes, config.Repository(img))
-				}
+			if err := o.checkImagePrefixes(); err != nil {
+				return err
 			}
 			withoutPolicy := false
 			if kubeVersion != "" {
@@ -361,8 +409,9 @@ policy flags are passed on to the controller's arguments.`,
 			if len(serviceMonitorLabels) > 0 && !serviceMonitor {
 				return usageErrorf("--service-monitor-label goes with --service-monitor")
 			}
-			opts := config.Options{Image: image, Namespace: namespace, MonitoringNamespaces: o.MonitoringNamespaces, Shards: shards, ImagePrefixes: imagePrefixes, WithoutAdmissionPolicy: withoutPolicy,
-				MetricsCertificates: metricsCertificates, ServiceMonitor: serviceMonitor, ServiceMonitorLabels: serviceMonitorLabels}
+			opts := o.admissionOptions(namespace)
+			opts.Image, opts.Shards, opts.WithoutAdmissionPolicy = image, shards, withoutPolicy
+			opts.MetricsCertificates, opts.ServiceMonitor, opts.ServiceMonitorLabels = metricsCertificates, serviceMonitor, serviceMonitorLabels
 			cmd.Flags().Visit(func(fl *pflag.Flag) {
 				if policyFlag[fl.Name] {
 					if sv, ok := fl.Value.(pflag.SliceValue); ok {
@@ -377,6 +426,9 @@ policy flags are passed on to the controller's arguments.`,
 			if o.EKSAMetricsImage == "" {
 				// The kubelet approver of a workload cluster runs the controller's own image.
 				opts.Args = append(opts.Args, "--eksa-metrics-image="+image)
+			}
+			if withoutPolicy {
+				opts.Args = append(opts.Args, "--without-admission-policy")
 			}
 			out, err := config.BuildWith(opts)
 			if err != nil {
@@ -403,7 +455,6 @@ policy flags are passed on to the controller's arguments.`,
 	cmd.Flags().StringVar(&metricsCertificates, "metrics-certificates", config.CertificatesCertManager, "who issues the certificate of the controller's own metrics endpoint: cert-manager (an Issuer, a CA and a Certificate in the controller's namespace; every EKS Anywhere management cluster runs cert-manager) or none (a self-signed certificate, which scrapes cannot verify)")
 	cmd.Flags().BoolVar(&serviceMonitor, "service-monitor", false, "add a ServiceMonitor of the controller's metrics (prometheus-operator's CRDs must be installed), verifying its certificate with the CA cert-manager issued")
 	cmd.Flags().StringToStringVar(&serviceMonitorLabels, "service-monitor-label", nil, "a label of the ServiceMonitor, such as release=kps for kube-prometheus-stack's default serviceMonitorSelector; repeatable")
-	cmd.Flags().StringSliceVar(&imagePrefixes, "allowed-image-prefix", nil, "a registry or repository prefix (e.g. registry.example.com/mirror/) the admission policy lets the controller run proxies and sidecars from, beyond "+strings.Join(config.DefaultImagePrefixes, ", ")+"; repeatable")
 	policyFlags(cmd.Flags(), o)
 	return cmd
 }
@@ -414,7 +465,7 @@ const admissionPolicyGA = 30
 
 // policyFlag names the flags of `controller manifests` that are the
 // controller's own.
-var policyFlag = map[string]bool{"management-cluster": true, "monitoring-namespace": true, "privileged-namespace": true, "kube-rbac-proxy-image": true, "haproxy-image": true, "eksa-metrics-image": true, "images-from-bundles": true}
+var policyFlag = map[string]bool{"allowed-image-prefix": true, "management-cluster": true, "monitoring-namespace": true, "privileged-namespace": true, "kube-rbac-proxy-image": true, "haproxy-image": true, "eksa-metrics-image": true, "images-from-bundles": true}
 
 // namespace is the controller's own namespace: the Lease's when given, else
 // the pod's, else the default.

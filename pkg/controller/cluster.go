@@ -63,7 +63,11 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, req reconcile.Request
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if err := r.release(ctx, mc, w.obj); err != nil {
+		err = r.Guard.Err()
+		if err == nil {
+			err = r.release(ctx, mc, w.obj)
+		}
+		if err != nil {
 			st.LastError = truncate("releasing it after it left the selection: " + errText(err))
 			setCondition(&st, mc.Generation, metricsv1alpha1.ConditionApplied, false, metricsv1alpha1.ReasonReleaseFailed, st.LastError)
 			next = append(next, r.results.done(k, true))
@@ -262,7 +266,11 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	}
 	set(metricsv1alpha1.ConditionRendered, true, metricsv1alpha1.ReasonRendered, fmt.Sprintf("%d objects", len(res.Objects)))
 
-	// Apply: the engine's sequence, as the CLI's apply runs it.
+	// Apply: the engine's sequence, as the CLI's apply runs it; nothing
+	// while the admission policy does not hold the controller.
+	if err := r.Guard.Err(); err != nil {
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonAdmissionPolicy, err)
+	}
 	cl, err := r.connect(ctx, obj, res)
 	var refusedKubeconfig *cluster.KubeconfigRefusedError
 	var invalidKubeconfig *cluster.KubeconfigInvalidError

@@ -88,6 +88,9 @@ type Reconciler struct {
 	// Shard is the value of ShardLabel on the Clusters this controller
 	// keeps; empty: the Clusters without the label.
 	Shard string
+	// Guard, when set, holds every write while the admission policy does
+	// not hold the controller.
+	Guard *PolicyGuard
 	// ScraperRecheck is how often a scraper's ServiceAccount is asked
 	// again whether its token can do harm (default ScraperRecheck).
 	ScraperRecheck time.Duration

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,7 +31,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"github.com/eksa-metrics/eksa-metrics/config"
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
@@ -672,5 +675,98 @@ func TestAHostileWorkloadDoesNotStopTheFleet(t *testing.T) {
 	f.waitFor(t, "w1's reader role put back", func() error {
 		_, err := w1.Client.RbacV1().ClusterRoles().Get(ctx, templates.ReaderRole, metav1.GetOptions{})
 		return err
+	})
+}
+
+// The controller writes only while its admission policy holds it as
+// shipped: it refuses to start without it, and once running it stops
+// writing (Applied: AdmissionPolicyMissing, and its gauge) within a period
+// of the binding being deleted or narrowed to match nothing, and writes
+// again once the shipped binding is back.
+func TestControllerWritesNothingWithoutItsAdmissionPolicy(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t, "w1")
+	bindings := f.mgmt.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+	shipped, err := bindings.Get(ctx, config.ControllerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the fleet's install has no binding of the admission policy: %v", err)
+	}
+	restore := func(mutate func(*admissionv1.ValidatingAdmissionPolicyBinding)) {
+		t.Helper()
+		b := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: shipped.Name, Labels: shipped.Labels}, Spec: *shipped.Spec.DeepCopy()}
+		if mutate != nil {
+			mutate(b)
+		}
+		if err := bindings.Delete(ctx, shipped.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		if _, err := bindings.Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Without the binding, run refuses to start.
+	if err := bindings.Delete(ctx, shipped.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	o := &cli.ControllerOptions{Kubeconfig: f.controllerKubeconfig, MetricsAddress: "0", ProbeAddress: "0", LeaderNamespace: config.DefaultNamespace,
+		Concurrency: 1, Workers: 1, ManagementCluster: "default/mgmt", MonitoringNamespaces: []string{"monitoring"}}
+	var out framework.LockedBuffer
+	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = o.Run(startCtx, &cli.Factory{IOStreams: cli.IOStreams{Out: &out, ErrOut: &out}})
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicyBinding "+config.ControllerName+" does not exist") {
+		t.Fatalf("controller run without its policy's binding: %v, want a refusal", err)
+	}
+	t.Logf("run without the binding: %v", err)
+	restore(nil)
+
+	f.startControllerWith(t, &counter{reqs: map[string]int{}}, func(o *cli.ControllerOptions) { o.PolicyRecheck = time.Second })
+	f.metricsConfig(t, true)
+	f.waitFor(t, "w1 applied with kube-proxy's proxy", func() error {
+		if objs := objects(t, f.workloads["w1"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+			return fmt.Errorf("%v", objs)
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		why    string
+		mutate func(*admissionv1.ValidatingAdmissionPolicyBinding)
+		want   string
+	}{
+		{"deleted", nil, "does not exist"},
+		{"narrowed to a namespace label nobody has", func(b *admissionv1.ValidatingAdmissionPolicyBinding) {
+			b.Spec.MatchResources = &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"nobody": "has-it"}}}
+		}, "narrows what the policy matches"},
+		{"warning instead of denying", func(b *admissionv1.ValidatingAdmissionPolicyBinding) {
+			b.Spec.ValidationActions = []admissionv1.ValidationAction{admissionv1.Warn}
+		}, "validationActions are [Warn]"},
+	} {
+		if c.mutate == nil {
+			if err := bindings.Delete(ctx, shipped.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			restore(c.mutate)
+		}
+		// The guard rechecks every second: let three periods pass, then
+		// change the MetricsConfig so that it would remove kube-proxy's
+		// proxy.
+		time.Sleep(3 * time.Second)
+		f.metricsConfig(t, false)
+		f.clusterCondition(t, "default", "fleet", "w1", "Applied", metricsv1alpha1.ReasonAdmissionPolicy, c.want)
+		if objs := objects(t, f.workloads["w1"]); !has(objs, "DaemonSet/"+templates.NodeDS) {
+			t.Fatalf("binding %s: the controller wrote to w1 anyway: %v", c.why, objs)
+		}
+		f.metricsConfig(t, true)
+	}
+	restore(nil)
+	time.Sleep(3 * time.Second) // the guard's next checks
+	f.metricsConfig(t, false)
+	f.waitFor(t, "w1 applied again, without kube-proxy's proxy", func() error {
+		if objs := objects(t, f.workloads["w1"]); has(objs, "DaemonSet/"+templates.NodeDS) {
+			return fmt.Errorf("%v", objs)
+		}
+		return nil
 	})
 }

@@ -418,6 +418,9 @@ const (
 	// ReasonSelectedTwice: more than one MetricsConfig selects the Cluster;
 	// a Cluster is kept by one.
 	ReasonSelectedTwice = "SelectedTwice"
+	// ReasonAdmissionPolicy: the controller's admission policy is missing,
+	// unbound or not the one shipped, so the controller writes nothing.
+	ReasonAdmissionPolicy = "AdmissionPolicyMissing"
 )
 
 // ShardLabel, on an EKS Anywhere Cluster, names the controller shard that
