@@ -22,23 +22,29 @@ func (e *AdmissionPolicyError) Error() string {
 		" are the ones `eksa-metrics controller manifests` prints with the same policy flags (apply them again)"
 }
 
-// CheckAdmissionPolicy says how the live ValidatingAdmissionPolicy and its
-// binding differ from the ones the manifests ship for o (nil: as shipped,
-// and holding the identity client authenticates as): the policy's match
-// rules, match conditions, validations and failure policy, and a binding
-// that denies, with no parameters and no narrower match. o.Namespace is
-// taken from that identity (the controller's ServiceAccount).
-func CheckAdmissionPolicy(ctx context.Context, client kubernetes.Interface, o Options) error {
+// ControllerNamespace asks the API server who client is (a
+// SelfSubjectReview, which persists nothing) and returns the namespace of
+// the controller's ServiceAccount; an AdmissionPolicyError when client is
+// not that ServiceAccount, which the policy alone holds.
+func ControllerNamespace(ctx context.Context, client kubernetes.Interface) (string, error) {
 	review, err := client.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("asking the management cluster who the controller is (SelfSubjectReview): %w", err)
+		return "", fmt.Errorf("asking the management cluster who the controller is (SelfSubjectReview): %w", err)
 	}
 	user := review.Status.UserInfo.Username
 	ns, name, ok := strings.Cut(strings.TrimPrefix(user, "system:serviceaccount:"), ":")
 	if !ok || !strings.HasPrefix(user, "system:serviceaccount:") || name != ControllerName {
-		return &AdmissionPolicyError{Why: fmt.Sprintf("it runs as %s, and the policy holds ServiceAccount %s only", user, ControllerName)}
+		return "", &AdmissionPolicyError{Why: fmt.Sprintf("it runs as %s, and the policy holds ServiceAccount %s only", user, ControllerName)}
 	}
-	o.Namespace = ns
+	return ns, nil
+}
+
+// CheckAdmissionPolicy says how the live ValidatingAdmissionPolicy and its
+// binding differ from the ones the manifests ship for o (nil: as shipped):
+// the policy's match rules, match conditions, validations and failure
+// policy, and a binding that denies, with no parameters and no narrower
+// match. o.Namespace is the controller's (ControllerNamespace).
+func CheckAdmissionPolicy(ctx context.Context, client kubernetes.Interface, o Options) error {
 	objs := admissionPolicy(o.withDefaults(), nil)
 	want, wantBinding := objs[0].(*admissionv1.ValidatingAdmissionPolicy), objs[1].(*admissionv1.ValidatingAdmissionPolicyBinding)
 

@@ -249,11 +249,15 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	if o.WithoutAdmissionPolicy {
 		fmt.Fprintln(f.IOStreams.ErrOut, "warning: --without-admission-policy: no admission policy holds the controller's writes, only its RBAC (it could change objects it did not create in the namespaces its Roles name, run images from anywhere and bind roles it holds)")
 	} else {
-		want := o.admissionOptions("")
 		admission, err := kubernetes.NewForConfig(mgmt.RESTConfig())
 		if err != nil {
 			return err
 		}
+		ns, err := config.ControllerNamespace(ctx, admission)
+		if err != nil {
+			return err
+		}
+		want := o.admissionOptions(ns)
 		guard = &controller.PolicyGuard{Log: f.IOStreams.ErrOut, Check: func(ctx context.Context) error { return config.CheckAdmissionPolicy(ctx, admission, want) }}
 		if err := guard.Once(ctx); err != nil {
 			return err
