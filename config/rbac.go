@@ -49,6 +49,12 @@ func rbacObjects(o Options) []any {
 			// eksa-system objects are whose.
 			{APIGroups: []string{"anywhere.eks.amazonaws.com"}, Resources: []string{"clusters", "bundles", "eksareleases", "vspheremachineconfigs", "cloudstackmachineconfigs", "nutanixmachineconfigs", "tinkerbellmachineconfigs", "snowmachineconfigs"}, Verbs: read},
 			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"clusters"}, Verbs: read},
+			// The Machines whose addresses vouch for the nodes' serving
+			// certificates (tls.kubeletServingCertificates): published to a
+			// workload cluster's approver; a self-managed cluster's approver
+			// is granted to read its own, which it may grant only as it
+			// holds that itself.
+			{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines"}, Verbs: read},
 			// Its own admission policy, read to check that it holds it
 			// (CheckAdmissionPolicy): nothing else of admission.
 			{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, ResourceNames: []string{ControllerName}, Verbs: []string{"get"}},

@@ -5,14 +5,17 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
@@ -20,7 +23,8 @@ import (
 // certificates that tls.kubeletServingCertificates runs in the cluster.
 func NewCmdKubeletApprover(f *Factory) *cobra.Command {
 	var kubeconfig, endpoint, domain, caCert, caKey string
-	var resync time.Duration
+	var clusterName, machinesNS, machinesKubeconfig, machinesCM string
+	var resync, grace time.Duration
 	var serviceCIDRs []string
 	cmd := &cobra.Command{
 		Use:   templates.KubeletApproverCommand,
@@ -33,18 +37,35 @@ only the kubelet scrapes trust, and kube-controller-manager signs none of them (
 KubeadmControlPlane takes the signer from it); without them kube-controller-manager signs approved
 requests with the cluster CA. This command approves a request only when the node itself filed it
 (system:node:<name>), its subject is that node, it asks for server auth only, every name and
-address in it is one of that Node's and no older Node reported it first, and none is a name that
-is never approved: a wildcard, kubernetes or kubernetes.*, a name with a svc label or under the
+address in it is the node's name or one its Cluster API Machine lists (the Machine whose
+status.nodeRef names the Node; status.addresses, which the infrastructure provider writes: a Node's
+own status is never read) and no older Machine lists it, and none is a name that is never
+approved: a wildcard, kubernetes or kubernetes.*, a name with a svc label or under the
 cluster domain, localhost, a loopback, link-local or multicast address, an address in a Service
 range (--service-cidr) or of the kubernetes Service, the control-plane endpoint
 (--control-plane-endpoint); nor a request larger than a kubelet's or naming more names than a
-kubelet asks for. It denies the others, and leaves pending those whose Node does not exist yet.
-Each decision is a log line (values quoted) and an event on the request. In a pod it uses its
+kubelet asks for. It denies the others, and leaves pending those whose Node does not exist yet
+and, for --no-machine-grace from their creation, those whose Machine does not list what they ask
+for (or whose node has no Machine), then denies them. The Machines are read either in the cluster
+itself (--cluster-name: the Machines labelled cluster.x-k8s.io/cluster-name=<name> in
+--machines-namespace, a self-managed cluster's own; --machines-kubeconfig reads them elsewhere)
+or from the ConfigMap the controller publishes them in for a workload cluster
+(--machines-configmap ` + templates.SystemNS + `/` + templates.KubeletMachines + `). Each decision is a log line (values quoted) and an event on the request. In a pod it uses its
 ServiceAccount; outside, --kubeconfig.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (caCert == "") != (caKey == "") {
 				return usageErrorf("--ca-cert-file and --ca-key-file go together")
+			}
+			if (clusterName == "") == (machinesCM == "") {
+				return usageErrorf("give where the Machines that vouch for the nodes are: --cluster-name (the cluster's own, in --machines-namespace) or --machines-configmap NAMESPACE/NAME (published by the controller), one of them")
+			}
+			cmNS, cmName, ok := strings.Cut(machinesCM, "/")
+			if machinesCM != "" && (!ok || cmNS == "" || cmName == "") {
+				return usageErrorf("--machines-configmap %q: want NAMESPACE/NAME", machinesCM)
+			}
+			if machinesCM != "" && machinesKubeconfig != "" {
+				return usageErrorf("--machines-kubeconfig goes with --cluster-name: the ConfigMap is in the cluster itself")
 			}
 			policy := kubeletcsr.Policy{ClusterDomain: domain, ControlPlaneEndpoint: endpoint}
 			for _, b := range serviceCIDRs {
@@ -70,9 +91,34 @@ ServiceAccount; outside, --kubeconfig.`,
 			if len(policy.ServiceIPs) == 0 && len(policy.ServiceCIDRs) == 0 {
 				fmt.Fprintln(f.IOStreams.ErrOut, "warning: no --service-cidr and the kubernetes Service could not be read: only loopback, link-local and the names are refused as Service addresses")
 			}
+			var machines kubeletcsr.MachineSource = &kubeletcsr.PublishedMachines{Client: client, Namespace: cmNS, Name: cmName, Key: templates.KubeletMachinesKey}
+			if clusterName != "" {
+				mcfg := cfg
+				if machinesKubeconfig != "" {
+					mc, err := engine.ConnectManagement(ctx, engine.ClusterSource{Kubeconfig: machinesKubeconfig})
+					if err != nil {
+						return err
+					}
+					mcfg = mc.RESTConfig()
+					mcfg.Timeout = 0
+				}
+				mclient, err := kubernetes.NewForConfig(mcfg)
+				if err != nil {
+					return fmt.Errorf("a client for the Machines' cluster: %w", err)
+				}
+				gvr, err := kubeletcsr.MachineResource(mclient.Discovery())
+				if err != nil {
+					return err
+				}
+				dyn, err := dynamic.NewForConfig(mcfg)
+				if err != nil {
+					return fmt.Errorf("a client for the Machines' cluster: %w", err)
+				}
+				machines = &kubeletcsr.ClusterMachines{Client: dyn, Resource: gvr, Namespace: machinesNS, Cluster: clusterName}
+			}
 			recorder, stopEvents := kubeletcsr.NewEvents(client)
 			defer stopEvents()
-			a := &kubeletcsr.Approver{Client: client, Policy: policy, Log: f.IOStreams.ErrOut, Events: recorder}
+			a := &kubeletcsr.Approver{Client: client, Policy: policy, Machines: machines, Grace: grace, Log: f.IOStreams.ErrOut, Events: recorder}
 			if caCert != "" {
 				a.CA = &kubeletcsr.CAFiles{Cert: caCert, Key: caKey}
 				if _, err := a.CA.Load(); err != nil {
@@ -88,6 +134,11 @@ ServiceAccount; outside, --kubeconfig.`,
 	cmd.Flags().StringVar(&caCert, "ca-cert-file", "", "PEM certificate of the CA that signs the approved requests (read at each signature)")
 	cmd.Flags().StringVar(&caKey, "ca-key-file", "", "PEM private key of that CA")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: in-cluster, then $KUBECONFIG)")
-	cmd.Flags().DurationVar(&resync, "resync", 30*time.Second, "how often the requests left waiting for their Node are looked at again")
+	cmd.Flags().StringVar(&clusterName, "cluster-name", "", "the Cluster API Cluster whose Machines vouch for the nodes (label "+spec.MachineClusterLabel+")")
+	cmd.Flags().StringVar(&machinesNS, "machines-namespace", spec.MachinesNamespace, "the namespace of those Machines")
+	cmd.Flags().StringVar(&machinesKubeconfig, "machines-kubeconfig", "", "kubeconfig of the cluster holding those Machines (default: the cluster itself)")
+	cmd.Flags().StringVar(&machinesCM, "machines-configmap", "", "NAMESPACE/NAME of the ConfigMap the controller publishes the Machines in (instead of --cluster-name)")
+	cmd.Flags().DurationVar(&grace, "no-machine-grace", kubeletcsr.NoMachineGrace, "how long a request its node's Machine does not vouch for waits before it is denied")
+	cmd.Flags().DurationVar(&resync, "resync", 30*time.Second, "how often the requests left waiting for their Node or Machine are looked at again")
 	return cmd
 }

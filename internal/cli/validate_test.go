@@ -371,6 +371,9 @@ func TestGenerateEmptyDirectory(t *testing.T) {
 func TestValidateMachineReplacementIsAWarning(t *testing.T) {
 	dir := t.TempDir()
 	block := func(s string) string {
+		// A self-managed cluster: a workload cluster's approver needs the
+		// controller, which publishes its Machines.
+		s = strings.Replace(s, "managementCluster: {name: mgmt}", "managementCluster: {name: k}", 1)
 		return strings.Replace(s, "controlPlaneConfiguration: {count: 1}", "controlPlaneConfiguration:\n    count: 1", 1)
 	}
 	off := writeSpec(t, dir, "off.yaml", block(specWith("k", okScrapers)))

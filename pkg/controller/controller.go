@@ -41,6 +41,7 @@ import (
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // Finalizer makes a deleted MetricsConfig wait until what it applied is gone.
@@ -98,6 +99,11 @@ type Reconciler struct {
 	// capiCluster is the Cluster API Cluster kind in the version the
 	// management cluster serves (empty when it serves none).
 	capiCluster schema.GroupVersionKind
+	// machine is the Cluster API Machine kind in the version the
+	// management cluster serves by preference (empty when it serves none):
+	// a workload cluster's Machines vouch for its nodes' serving
+	// certificates (tls.kubeletServingCertificates).
+	machine schema.GroupVersionKind
 	// clusters reads the EKS-A Clusters from the manager's cache: the
 	// client reads unstructured objects from the API server, a request
 	// per event mapped and per reconcile.
@@ -192,6 +198,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		capi := &metav1.PartialObjectMetadata{}
 		capi.SetGroupVersionKind(m.GroupVersionKind)
 		b = b.WatchesMetadata(capi, byName, builder.WithPredicates(predicate.NewPredicateFuncs(inEKSASystem), predicate.LabelChangedPredicate{}))
+	} else if !meta.IsNoMatchError(err) {
+		return err
+	}
+	// The Machines, as metadata, for the Clusters whose kubelet approver
+	// the controller publishes them to: any change of one (its addresses
+	// are in its status, which metadata does not show) is a re-plan of its
+	// Cluster, which rewrites the published list only when it changed.
+	if m, err := mgr.GetRESTMapper().RESTMapping(machineGK); err == nil {
+		r.machine = m.GroupVersionKind
+		machine := &metav1.PartialObjectMetadata{}
+		machine.SetGroupVersionKind(m.GroupVersionKind)
+		b = b.WatchesMetadata(machine, handler.EnqueueRequestsFromMapFunc(r.byMachine), builder.WithPredicates(predicate.NewPredicateFuncs(inEKSASystem)))
 	} else if !meta.IsNoMatchError(err) {
 		return err
 	}
@@ -324,6 +342,16 @@ func (r *Reconciler) byEKSASystemName(ctx context.Context, o client.Object) []re
 // Clusters called name.
 func (r *Reconciler) byKubeconfigSecret(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.named(ctx, strings.TrimSuffix(o.GetName(), "-kubeconfig"))
+}
+
+// byMachine maps a Machine of eksa-system to the EKS-A Clusters named by
+// its Cluster API label.
+func (r *Reconciler) byMachine(ctx context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[spec.MachineClusterLabel]
+	if name == "" {
+		return nil
+	}
+	return r.named(ctx, name)
 }
 
 func (r *Reconciler) named(ctx context.Context, name string) []reconcile.Request {

@@ -26,7 +26,10 @@ const (
 	EKSASystemNamespace = "eksa-system"
 )
 
-var capiClusterGK = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
+var (
+	capiClusterGK = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Cluster"}
+	machineGK     = schema.GroupKind{Group: "cluster.x-k8s.io", Kind: "Machine"}
+)
 
 // NotOwnedError says that the objects eksa-system keeps under a Cluster's
 // name belong to another EKS-A Cluster (or to none).

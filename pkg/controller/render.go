@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
@@ -69,10 +71,11 @@ func (r *Reconciler) input(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 		return nil, fmt.Errorf("reading Cluster %s: %w", obj.GetName(), err)
 	}
 	in := &spec.Input{Cluster: c, Metrics: *mc.Spec.DeepCopy(), MetricsName: mc.Name, Resource: true}
+	var err error
 	if ref := c.Spec.ControlPlaneConfiguration.MachineGroupRef; ref.Kind != "" && ref.Name != "" {
 		mcObj := &unstructured.Unstructured{}
 		mcObj.SetGroupVersionKind(ClusterGVK.GroupVersion().WithKind(ref.Kind))
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, mcObj)
+		err = r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}, mcObj)
 		switch {
 		case err == nil:
 			var m spec.MachineConfig
@@ -84,7 +87,32 @@ func (r *Reconciler) input(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 			return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
 		}
 	}
+	workload := c.Spec.ManagementCluster.Name != "" && c.Spec.ManagementCluster.Name != c.Metadata.Name
+	if workload && ptr.Deref(mc.Spec.TLS.KubeletServingCertificates, false) {
+		if in.Machines, err = r.machines(ctx, obj.GetName()); err != nil {
+			return nil, err
+		}
+	}
 	return in, nil
+}
+
+// machines are the Cluster API Machines of the Cluster called name, read
+// from the API server (not a cache of every Machine of the fleet), which
+// its kubelet approver approves names from.
+func (r *Reconciler) machines(ctx context.Context, name string) ([]spec.Machine, error) {
+	if r.machine.Empty() {
+		return nil, fmt.Errorf("the management cluster serves no Cluster API Machine kind (cluster.x-k8s.io), which vouches for the nodes' names in tls.kubeletServingCertificates")
+	}
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(r.machine.GroupVersion().WithKind(r.machine.Kind + "List"))
+	if err := r.Client.List(ctx, &list, client.InNamespace(EKSASystemNamespace), client.MatchingLabels{spec.MachineClusterLabel: name}); err != nil {
+		return nil, fmt.Errorf("listing the Machines of Cluster %s in %s: %w", name, EKSASystemNamespace, err)
+	}
+	out := make([]spec.Machine, len(list.Items))
+	for i := range list.Items {
+		out[i] = spec.MachineOf(list.Items[i].Object)
+	}
+	return out, nil
 }
 
 func convert(from map[string]any, to any) error {

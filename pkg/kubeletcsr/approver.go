@@ -3,6 +3,7 @@ package kubeletcsr
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/certs"
 	"github.com/eksa-metrics/eksa-metrics/pkg/safetext"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // Component is the name the approver's events come from.
@@ -36,7 +38,10 @@ type Result struct {
 	Approved, Denied []string
 	// Signed are the approved requests whose certificate was written.
 	Signed []string
-	// Waiting are requests left pending: their node is not registered yet.
+	// Waiting are requests left pending: their node is not registered
+	// yet, or its Machine does not list what they ask for yet (NotVouched,
+	// for at most the Approver's Grace), or approvals wait for
+	// kube-controller-manager.
 	Waiting []string
 }
 
@@ -44,6 +49,11 @@ type Result struct {
 type Approver struct {
 	Client kubernetes.Interface
 	Policy Policy
+	// Machines are where the Machines that vouch for the nodes are read.
+	Machines MachineSource
+	// Grace is how long a request the Machines do not vouch for waits,
+	// from its creation, before it is denied (NoMachineGrace when 0).
+	Grace time.Duration
 	// Log receives one line per decision (names escaped: they come from
 	// the requests); Events, when set, an event on each request decided.
 	Log    io.Writer
@@ -54,6 +64,27 @@ type Approver struct {
 	CA *CAFiles
 
 	held string // why approvals wait, as last logged
+	now  func() time.Time
+}
+
+// NoMachineGrace is how long a request waits for the node's Machine to
+// list what it asks for: the infrastructure provider writes a Machine's
+// addresses once the machine runs, and a kubelet files its request as it
+// starts.
+const NoMachineGrace = 10 * time.Minute
+
+func (a *Approver) grace() time.Duration {
+	if a.Grace > 0 {
+		return a.Grace
+	}
+	return NoMachineGrace
+}
+
+func (a *Approver) clock() time.Time {
+	if a.now != nil {
+		return a.now()
+	}
+	return time.Now()
 }
 
 // kube-controller-manager's mirror pods, by kubeadm's labels, and the label
@@ -167,6 +198,13 @@ func (a *Approver) Pass(ctx context.Context) (Result, error) {
 			pods = append(pods, trimPod(&list.Items[i]))
 		}
 	}
+	if a.Machines == nil {
+		return Result{}, fmt.Errorf("no source of Machines: the approver approves a node's names only as its Machine lists them")
+	}
+	machines, err := a.Machines.List(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	csrs := make([]*certificatesv1.CertificateSigningRequest, len(list.Items))
 	for i := range list.Items {
 		csrs[i] = trimRequest(&list.Items[i])
@@ -175,19 +213,19 @@ func (a *Approver) Pass(ctx context.Context) (Result, error) {
 	for i := range nodes.Items {
 		ns[i] = trimNode(&nodes.Items[i])
 	}
-	return a.decide(ctx, csrs, ns, pods)
+	return a.decide(ctx, csrs, ns, pods, machines)
 }
 
-// Pass is one pass of an Approver with policy's names refused, and no
-// events.
-func Pass(ctx context.Context, client kubernetes.Interface, policy Policy) (Result, error) {
-	return (&Approver{Client: client, Policy: policy, Log: io.Discard}).Pass(ctx)
+// Pass is one pass of an Approver with policy's names refused, the
+// Machines read from machines, and no events.
+func Pass(ctx context.Context, client kubernetes.Interface, machines MachineSource, policy Policy) (Result, error) {
+	return (&Approver{Client: client, Policy: policy, Machines: machines, Log: io.Discard}).Pass(ctx)
 }
 
 // decide decides the pending requests among csrs against nodes, every Node
 // of the cluster, writes each decision, and signs (with a CA) each approved
 // request that has no certificate yet and passes the checks.
-func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.CertificateSigningRequest, nodes []*corev1.Node, kcms []*corev1.Pod) (Result, error) {
+func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.CertificateSigningRequest, nodes []*corev1.Node, kcms []*corev1.Pod, machines []spec.Machine) (Result, error) {
 	var res Result
 	byName := map[string]*corev1.Node{}
 	for _, n := range nodes {
@@ -203,7 +241,8 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 		}
 		a.held = hold
 	}
-	owners := ownersOf(nodes)
+	v := vouch(machines)
+	now := a.clock()
 	for _, csr := range csrs {
 		approved, denied := conditions(csr)
 		if denied || (approved && (a.CA == nil || signed(csr))) {
@@ -222,7 +261,12 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 			// The API server refuses an empty request: trimRequest dropped it.
 			why = fmt.Errorf("spec.request is larger than any kubelet's request (%d bytes): not read", MaxRequestBytes)
 		} else {
-			req, why = check(csr, node, owners, a.Policy)
+			req, why = check(csr, node, v, a.Policy)
+		}
+		var notYet *NotVouched
+		if errors.As(why, &notYet) && !approved && now.Before(csr.CreationTimestamp.Add(a.grace())) {
+			res.Waiting = append(res.Waiting, csr.Name)
+			continue
 		}
 		if approved {
 			// Approved, by us or by someone with the approve verb, and not
@@ -366,13 +410,12 @@ func trimRequest(csr *certificatesv1.CertificateSigningRequest) *certificatesv1.
 	return csr
 }
 
-// trimNode keeps of a Node what the approver reads: its name, creation
-// time and addresses.
+// trimNode keeps of a Node what the approver reads: its name and the
+// control-plane label (its status is the node's own report: never read).
 func trimNode(n *corev1.Node) *corev1.Node {
 	return &corev1.Node{
 		TypeMeta:   n.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, CreationTimestamp: n.CreationTimestamp, Labels: controlPlaneOnly(n.Labels)},
-		Status:     corev1.NodeStatus{Addresses: n.Status.Addresses},
 	}
 }
 
@@ -417,11 +460,12 @@ func KubernetesServiceIPs(ctx context.Context, client kubernetes.Interface) []ne
 }
 
 // Run approves for as long as ctx lasts, from watches: of that signer's
-// requests only, and of the Nodes (each trimmed to what is read, so that a
-// node cannot grow the approver's memory beyond a bound per object). A pass
-// runs whenever a request is filed or changes and whenever a Node registers
-// or changes its addresses, and every resync period; each decision is
-// logged and, with a, sent as an event.
+// requests only, of the Nodes and of the Machines (each trimmed to what is
+// read, so that a node cannot grow the approver's memory beyond a bound per
+// object). A pass runs whenever a request is filed or changes, a Node
+// registers or a Machine changes what it lists, and every resync period
+// (which also denies the requests whose grace is over); each decision is
+// logged and, with Events, sent as an event.
 func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 	trigger := make(chan struct{}, 1)
 	poke := func() {
@@ -446,11 +490,11 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 		return err
 	}
 	// A Node's status changes at every heartbeat; a pass is due only when
-	// one registers or its addresses change.
+	// one registers or its labels change (the control-plane label is read).
 	if _, err := nodes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { poke() }, UpdateFunc: func(old, cur any) {
 		o, ok1 := old.(*corev1.Node)
 		n, ok2 := cur.(*corev1.Node)
-		if !ok1 || !ok2 || !reflect.DeepEqual(o.Status.Addresses, n.Status.Addresses) || !reflect.DeepEqual(o.Labels, n.Labels) {
+		if !ok1 || !ok2 || !reflect.DeepEqual(o.Labels, n.Labels) {
 			poke()
 		}
 	}}); err != nil {
@@ -481,6 +525,15 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 		factories, synced = append(factories, podFactory), append(synced, pods.Informer().HasSynced)
 		listPods = func() ([]*corev1.Pod, error) { return pods.Lister().List(labels.Everything()) }
 	}
+	if a.Machines == nil {
+		return fmt.Errorf("no source of Machines: the approver approves a node's names only as its Machine lists them")
+	}
+	// Stopped with the other informers when ctx ends (Run returns then).
+	listMachines, machinesSynced, err := a.Machines.Watch(ctx, poke)
+	if err != nil {
+		return err
+	}
+	synced = append(synced, machinesSynced)
 	for _, f := range factories {
 		f.Start(ctx.Done())
 		defer f.Shutdown()
@@ -488,7 +541,7 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
 	}
-	fmt.Fprintf(a.Log, "approving %s requests of nodes for their own names and addresses\n", certificatesv1.KubeletServingSignerName)
+	fmt.Fprintf(a.Log, "approving %s requests of nodes for the names and addresses %s list\n", certificatesv1.KubeletServingSignerName, a.Machines)
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 	poke()
@@ -511,7 +564,14 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 			if err != nil {
 				return err
 			}
-			if _, err := a.decide(ctx, pending, all, kcms); err != nil {
+			machines, err := listMachines()
+			if err != nil {
+				// A published list that does not parse: nothing is decided
+				// until it does (the controller rewrites it).
+				fmt.Fprintf(a.Log, "error: %s\n", safetext.Escape(err.Error()))
+				continue
+			}
+			if _, err := a.decide(ctx, pending, all, kcms, machines); err != nil {
 				// The next event or tick tries again.
 				fmt.Fprintf(a.Log, "error: %s\n", safetext.Escape(err.Error()))
 			}

@@ -2,10 +2,10 @@
 // that run with serverTLSBootstrap: true, and nothing else.
 //
 // A kubelet with serverTLSBootstrap files a CertificateSigningRequest for
-// the signer kubernetes.io/kubelet-serving and serves the certificate
-// kube-controller-manager signs once the request is approved;
-// kube-controller-manager approves no such request itself (its csrapproving
-// controller approves kubelet client certificates only: kubernetes
+// the signer kubernetes.io/kubelet-serving and serves the certificate once
+// the request is approved and signed; kube-controller-manager approves no
+// such request itself (its csrapproving controller approves kubelet client
+// certificates only: kubernetes
 // pkg/controller/certificates/approver/sarapprove.go). The checks follow
 // OpenShift's cluster-machine-approver for serving requests
 // (openshift/cluster-machine-approver pkg/controller/csr_check.go,
@@ -13,15 +13,17 @@
 // filed by the node itself (user system:node:<name>, group system:nodes),
 // its subject is that node, it asks for server auth and nothing a server
 // certificate does not need, and each of its names and addresses is one the
-// live Node object reports.
+// node's Cluster API Machine lists (status.nodeRef names the Node,
+// status.addresses are written by the infrastructure provider).
 //
-// A Node's status addresses are its kubelet's own report (NodeRestriction
-// lets a node update its own status), so they are not enough: whatever a
-// Node reports, Policy never approves a name that would let a kubelet
-// certificate pass for anything but that kubelet (the API server's names and
-// Service IP, any Service, loopback and link-local addresses, the
-// control-plane endpoint, wildcards), nor a name or address that an older
-// Node reported first.
+// A Node's own status is never read for names: NodeRestriction lets a node
+// update its own status. A request whose node has no Machine, or whose
+// Machine does not list a name yet, waits for the Approver's Grace and is
+// then denied. Whatever the Machines list, Policy never approves a name
+// that would let a kubelet certificate pass for anything but that kubelet
+// (the API server's names and Service IP, any Service, loopback and
+// link-local addresses, the control-plane endpoint, wildcards), nor a name
+// or address another, older, Machine lists.
 package kubeletcsr
 
 import (
@@ -30,12 +32,13 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sort"
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // Reason is the reason of the Approved or Denied condition eksa-metrics
@@ -142,17 +145,27 @@ func NodeOf(csr *certificatesv1.CertificateSigningRequest) string {
 	return strings.TrimPrefix(csr.Spec.Username, nodePrefix)
 }
 
+// NotVouched says that the Machines do not (yet) vouch for a requested
+// name or address: the node has no Machine, or its Machine does not list it.
+// Such a request waits (the infrastructure provider may not have written
+// the Machine's addresses yet) and is denied after the grace.
+type NotVouched struct{ Reason string }
+
+func (e *NotVouched) Error() string { return e.Reason }
+
 // Check says why a kubelet-serving request must not be approved for the
-// live Node that filed it (nil: approve), under policy, nodes being every
-// Node of the cluster (for who reported an address first). node is the Node
-// named by the request's requester (NodeOf).
-func Check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, nodes []*corev1.Node, policy Policy) error {
-	_, err := check(csr, node, ownersOf(nodes), policy)
+// live Node that filed it (nil: approve), under policy, machines being the
+// Cluster API Machines of the cluster (the node's own, whose status.nodeRef
+// names it, lists what it may be approved; an address two Machines list is
+// the older one's). node is the Node named by the request's requester
+// (NodeOf). A *NotVouched error says the Machines do not vouch for it yet.
+func Check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, machines []spec.Machine, policy Policy) error {
+	_, err := check(csr, node, vouch(machines), policy)
 	return err
 }
 
 // check is Check, and gives the parsed request when it passes.
-func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, owners map[string]string, policy Policy) (*x509.CertificateRequest, error) {
+func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, v vouched, policy Policy) (*x509.CertificateRequest, error) {
 	if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName {
 		return nil, fmt.Errorf("signer %s, not %s", csr.Spec.SignerName, certificatesv1.KubeletServingSignerName)
 	}
@@ -200,77 +213,44 @@ func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, own
 	if n := len(req.DNSNames) + len(req.IPAddresses); n > MaxNames {
 		return nil, fmt.Errorf("names %d names and addresses, more than a kubelet asks for (%d)", n, MaxNames)
 	}
-	dns, ips := addresses(node)
+	m := v.byNode[name]
+	var dns []string
+	var ips []net.IP
+	if m != nil {
+		dns, ips = machineAddresses(m)
+	}
+	// Refusals first (never approved, another Machine's), then what the
+	// node's Machine does not list yet.
+	var missing []string
 	for _, d := range req.DNSNames {
 		if why := policy.refuseDNS(d); why != "" {
 			return nil, fmt.Errorf("DNS name %q is never approved: %s", d, why)
 		}
-		if !slices.Contains(dns, dnsKey(d)) {
-			return nil, fmt.Errorf("DNS name %q is not a name of node %s (%q)", d, name, dns)
+		if o := v.owner[dnsKey(d)]; o != "" && (m == nil || o != m.Name) {
+			return nil, fmt.Errorf("DNS name %q is listed by Machine %s, not node %s's", d, o, name)
 		}
-		if o := owners[dnsKey(d)]; o != "" && o != name {
-			return nil, fmt.Errorf("DNS name %q was reported first by node %s", d, o)
+		if !slices.Contains(dns, dnsKey(d)) {
+			missing = append(missing, fmt.Sprintf("DNS name %q", d))
 		}
 	}
 	for _, ip := range req.IPAddresses {
 		if why := policy.refuseIP(ip); why != "" {
 			return nil, fmt.Errorf("IP address %s is never approved: %s", ip, why)
 		}
+		if o := v.owner[ip.String()]; o != "" && (m == nil || o != m.Name) {
+			return nil, fmt.Errorf("IP address %s is listed by Machine %s, not node %s's", ip, o, name)
+		}
 		if !slices.ContainsFunc(ips, ip.Equal) {
-			return nil, fmt.Errorf("IP address %s is not an address of node %s (%v)", ip, name, ips)
+			missing = append(missing, "IP address "+ip.String())
 		}
-		if o := owners[ip.String()]; o != "" && o != name {
-			return nil, fmt.Errorf("IP address %s was reported first by node %s", ip, o)
-		}
+	}
+	if m == nil {
+		return nil, &NotVouched{Reason: fmt.Sprintf("no Cluster API Machine has node %s as its status.nodeRef, so nothing the node cannot write vouches for its names", name)}
+	}
+	if len(missing) > 0 {
+		return nil, &NotVouched{Reason: fmt.Sprintf("%s not listed in the status.addresses of Machine %s (node %s's: %q %v)", strings.Join(missing, ", "), m.Name, name, dns, ips)}
 	}
 	return req, nil
-}
-
-// addresses are the DNS names (its own name first, in dnsKey form) and the
-// IP addresses a Node reports.
-func addresses(node *corev1.Node) (dns []string, ips []net.IP) {
-	dns = []string{dnsKey(node.Name)}
-	for _, a := range node.Status.Addresses {
-		switch a.Type {
-		case corev1.NodeHostName, corev1.NodeInternalDNS, corev1.NodeExternalDNS:
-			dns = append(dns, dnsKey(a.Address))
-		case corev1.NodeInternalIP, corev1.NodeExternalIP:
-			if ip := net.ParseIP(a.Address); ip != nil {
-				ips = append(ips, ip)
-			}
-		}
-	}
-	return dns, ips
-}
-
-// ownersOf gives each name and address the Nodes report to the oldest Node
-// that reports it (created first by the API server, which no node can
-// change; the name breaks a tie). A node that later reports an address
-// another node registered with gets no certificate for it, and cannot take
-// it from that node; a node whose address an older node already claims is
-// denied that address (the request says which node holds it).
-func ownersOf(nodes []*corev1.Node) map[string]string {
-	sorted := slices.Clone(nodes)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		a, b := sorted[i].CreationTimestamp, sorted[j].CreationTimestamp
-		if !a.Equal(&b) {
-			return a.Before(&b)
-		}
-		return sorted[i].Name < sorted[j].Name
-	})
-	owners := map[string]string{}
-	for _, n := range sorted {
-		dns, ips := addresses(n)
-		for _, ip := range ips {
-			dns = append(dns, ip.String())
-		}
-		for _, a := range dns {
-			if _, ok := owners[a]; !ok {
-				owners[a] = n.Name
-			}
-		}
-	}
-	return owners
 }
 
 // dnsKey is a DNS name as compared: lower case, without a final dot.

@@ -56,6 +56,12 @@ type Config struct {
 	// cluster CA (serverTLSBootstrap, approved by the approver eksa-metrics
 	// runs), and their scrapes verify them (tls.kubeletServingCertificates).
 	KubeletServingCertificates bool
+	// Machines are what the controller publishes to the approver of a
+	// workload cluster (Input.Machines); PublishMachines says it does
+	// (the approver then reads them from the ConfigMap rather than the
+	// Machines of its own cluster).
+	Machines        []Machine
+	PublishMachines bool
 	// ServiceCIDRs and ControlPlaneEndpoint are the Cluster's Service
 	// ranges and control-plane endpoint host, which the kubelet approver
 	// never approves in a kubelet's certificate.

@@ -92,6 +92,9 @@ func Default(in *Input, opts Options) *Config {
 		m.TLS.Certificates == "" && !Stacks[m.ScrapeConfig.Stack].NoCABundle
 	c.CertManager = m.TLS.Certificates == metricsv1alpha1.CertificatesCertManager
 	c.KubeletServingCertificates = boolOr(m.TLS.KubeletServingCertificates, false)
+	if c.KubeletServingCertificates && !c.Management && in.Resource {
+		c.PublishMachines, c.Machines = true, in.Machines
+	}
 	c.TLSMinVersion = m.TLS.MinVersion
 	if c.TLSMinVersion == "" {
 		c.TLSMinVersion = metricsv1alpha1.TLS12

@@ -22,6 +22,10 @@ type Input struct {
 	// Resource: the section is the MetricsConfig custom resource, which may
 	// select Clusters by label and allow a control-plane rollout.
 	Resource bool
+	// Machines are the Cluster's Cluster API Machines, which the controller
+	// reads in the management cluster and publishes to the cluster's kubelet
+	// approver (only with tls.kubeletServingCertificates; Resource only).
+	Machines []Machine
 }
 
 // MetricsRoot is the field path of the metrics section in its document.

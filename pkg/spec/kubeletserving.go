@@ -117,6 +117,10 @@ func validateKubeletServing(in *Input, c *Config, root *field.Path, mErrs, cErrs
 				"the %s's kubelets would keep self-signed certificates: set serverTLSBootstrap: true in the Cluster's kubeletConfiguration (eksa-metrics generate writes it into cluster.yaml; EKS Anywhere then replaces the group's machines)", g.name)))
 		}
 	}
+	if !c.Management && !in.Resource {
+		refuse(fmt.Sprintf("Cluster %q is a workload cluster (managementCluster.name is %q): the kubelet approver approves a node's names only as its Cluster API Machine lists them, and those Machines are in the management cluster, which this cluster cannot read; have eksa-metrics controller in %s keep it (a MetricsConfig selecting this Cluster), which publishes the Machines' addresses to the approver",
+			in.Cluster.Metadata.Name, in.Cluster.Spec.ManagementCluster.Name, in.Cluster.Spec.ManagementCluster.Name))
+	}
 	if !in.Resource {
 		if groups := in.kubeletBootstrapGroups(); len(groups) > 0 {
 			warn(DocMetrics, p, "cluster.yaml gets serverTLSBootstrap: true in the kubeletConfiguration of the %s, so the next eksctl anywhere upgrade cluster replaces every machine of them; until a node is replaced its kubelet scrape fails verification",

@@ -1,6 +1,10 @@
 package templates
 
 import (
+	"encoding/json"
+	"slices"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -50,10 +54,49 @@ func KubeletApproverPodRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}}}
 }
 
-// KubeletApproverArgs are the approver's arguments: the names and
-// addresses it never approves, from the Cluster's spec.
+// KubeletMachines names the ConfigMap in kube-system through which the
+// controller publishes a workload cluster's Machines to its approver
+// (their addresses, as the infrastructure provider wrote them in the
+// management cluster); KubeletMachinesKey is its one key, a JSON list of
+// spec.Machine.
+const (
+	KubeletMachines    = Prefix + "-kubelet-machines"
+	KubeletMachinesKey = "machines.json"
+)
+
+// KubeletApproverMachineRules are what it may read of the Machines that
+// vouch for the nodes: the Cluster API Machines in eksa-system, where
+// the cluster holds its own (a self-managed cluster).
+func KubeletApproverMachineRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{"cluster.x-k8s.io"}, Resources: []string{"machines"}, Verbs: []string{"get", "list", "watch"}}}
+}
+
+// KubeletMachinesData is the ConfigMap data of the Machines published to
+// a workload cluster's approver: sorted by name, so that the same Machines
+// give the same object.
+func KubeletMachinesData(machines []spec.Machine) map[string]string {
+	ms := slices.Clone(machines)
+	slices.SortFunc(ms, func(a, b spec.Machine) int { return strings.Compare(a.Name, b.Name) })
+	if ms == nil {
+		ms = []spec.Machine{}
+	}
+	b, err := json.Marshal(ms)
+	if err != nil {
+		panic(err) // strings only
+	}
+	return map[string]string{KubeletMachinesKey: string(b)}
+}
+
+// KubeletApproverArgs are the approver's arguments: where the Machines
+// that vouch for the nodes are, and the names and addresses it never
+// approves, from the Cluster's spec.
 func KubeletApproverArgs(c *spec.Config) []string {
 	args := []string{KubeletApproverCommand}
+	if c.PublishMachines {
+		args = append(args, "--machines-configmap="+SystemNS+"/"+KubeletMachines)
+	} else {
+		args = append(args, "--cluster-name="+c.ClusterName, "--machines-namespace="+spec.MachinesNamespace)
+	}
 	for _, b := range c.ServiceCIDRs {
 		args = append(args, "--service-cidr="+b)
 	}
@@ -88,7 +131,11 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: KubeletApprover},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: KubeletApprover, Namespace: SystemNS}},
 	}
-	pods := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(nil)}, Rules: KubeletApproverPodRules()}
+	podRules := KubeletApproverPodRules()
+	if c.PublishMachines {
+		podRules = append(podRules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{KubeletMachines}, Verbs: []string{"get", "list", "watch"}})
+	}
+	pods := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(nil)}, Rules: podRules}
 	podsBinding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS, Labels: labels(nil)},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: KubeletApprover},
@@ -126,7 +173,20 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 			},
 		},
 	}
-	return []Object{
+	var machines []Object
+	if c.PublishMachines {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: KubeletMachines, Namespace: SystemNS, Labels: labels(nil)}, Data: KubeletMachinesData(c.Machines)}
+		machines = append(machines, toObject("v1", "ConfigMap", cm))
+	} else {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: spec.MachinesNamespace, Labels: labels(nil)}, Rules: KubeletApproverMachineRules()}
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: spec.MachinesNamespace, Labels: labels(nil)},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: KubeletApprover},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: KubeletApprover, Namespace: SystemNS}},
+		}
+		machines = append(machines, toObject("rbac.authorization.k8s.io/v1", "Role", role), toObject("rbac.authorization.k8s.io/v1", "RoleBinding", binding))
+	}
+	return append(machines,
 		toObject("v1", "ServiceAccount", sa),
 		toObject("rbac.authorization.k8s.io/v1", "ClusterRole", role),
 		toObject("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", binding),
@@ -135,5 +195,5 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 		toObject("rbac.authorization.k8s.io/v1", "Role", pods),
 		toObject("rbac.authorization.k8s.io/v1", "RoleBinding", podsBinding),
 		toObject("apps/v1", "Deployment", dep),
-	}
+	)
 }

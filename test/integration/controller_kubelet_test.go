@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
+	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
 // With tls.kubeletServingCertificates the controller runs the kubelet
@@ -31,6 +34,9 @@ func TestControllerRunsTheKubeletApprover(t *testing.T) {
 		t.Fatal("the approver runs although the kubelets would never ask it for anything")
 	}
 
+	// w1's Machine, and another Cluster's, in the management cluster.
+	framework.SetMachine(t, f.mgmt.Dynamic, "w1", "w1-cp-1", "w1-cp", [2]string{"InternalIP", "198.51.100.31"}, [2]string{"Hostname", "w1-cp"})
+	framework.SetMachine(t, f.mgmt.Dynamic, "w2", "w2-cp-1", "w2-cp", [2]string{"InternalIP", "198.51.100.41"})
 	patch := []byte(`{"spec":{"controlPlaneConfiguration":{"kubeletConfiguration":{"kind":"KubeletConfiguration","serverTLSBootstrap":true}}}}`)
 	if _, err := f.mgmt.Dynamic.Resource(eksaClusterGVR).Namespace("default").Patch(ctx, "w1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -43,6 +49,9 @@ func TestControllerRunsTheKubeletApprover(t *testing.T) {
 		}
 		if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
 			return fmt.Errorf("image %s, want %s", got, image)
+		}
+		if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--machines-configmap="+templates.SystemNS+"/"+templates.KubeletMachines) {
+			return fmt.Errorf("the approver reads no published Machines: %v", args)
 		}
 		role, err := w.RbacV1().ClusterRoles().Get(ctx, templates.KubeletApprover, metav1.GetOptions{})
 		if err != nil {
@@ -57,6 +66,26 @@ func TestControllerRunsTheKubeletApprover(t *testing.T) {
 		}
 		return nil
 	})
+	// The Machines the approver approves from: w1's only, following a
+	// change the provider writes.
+	machines := func(want string) {
+		t.Helper()
+		f.waitFor(t, "the Machines published to w1: "+want, func() error {
+			cm, err := f.workloads["w1"].Client.CoreV1().ConfigMaps(templates.SystemNS).Get(ctx, templates.KubeletMachines, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			got := cm.Data[templates.KubeletMachinesKey]
+			if !strings.Contains(got, want) || strings.Contains(got, "w2-cp") {
+				return fmt.Errorf("published %s", got)
+			}
+			return nil
+		})
+	}
+	machines(`"node":"w1-cp","created":`)
+	machines(`{"type":"InternalIP","address":"198.51.100.31"}`)
+	framework.SetMachine(t, f.mgmt.Dynamic, "w1", "w1-cp-1", "w1-cp", [2]string{"InternalIP", "198.51.100.32"})
+	machines(`{"type":"InternalIP","address":"198.51.100.32"}`)
 
 	// A tenant's MetricsConfig may not have it.
 	f.eksaCluster(t, "team-a", "t1", "mgmt", nil)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
 
@@ -90,29 +91,40 @@ func decision(t *testing.T, client kubernetes.Interface, name string) string {
 	return "pending"
 }
 
+// machinesOf is the approver's source for the Machines of Cluster c1, as
+// it reads them in a self-managed cluster.
+func machinesOf(cp *framework.ControlPlane) kubeletcsr.MachineSource {
+	return &kubeletcsr.ClusterMachines{Client: cp.Dynamic, Resource: framework.MachineGVR, Namespace: spec.MachinesNamespace, Cluster: "c1"}
+}
+
 // A compromised node on the real API server (Node,RBAC authorization,
 // NodeRestriction) writes into its own Node status every name that would
 // let a kubelet certificate pass for the API server or a Service, and files
-// a request for each: the approver, running as it runs in the cluster
-// (watches, the policy its Deployment is given), denies every one of them,
-// each with its reason in the condition, an event and one escaped log line,
-// while the node's request for its own names is approved. A node that later
-// claims an older node's address gets no certificate for it, and the older
-// node's requests are still approved. A request larger than any kubelet's
-// is denied without being read.
+// a request for each; its Machine (written by the infrastructure provider)
+// even lists some of them. The approver, running as it runs in the cluster
+// (watches, the policy its Deployment is given, the Machines of its
+// Cluster), denies every one of them, each with its reason in the
+// condition, an event and one escaped log line, while the node's request
+// for the names its Machine lists is approved. What only the Node's status
+// says, or a Machine of another Cluster, or nothing (a node without a
+// Machine), is denied once the grace is over; an address another Machine
+// lists is denied at once. A request filed before its Machine lists its
+// address is approved when the Machine does. A request larger than any
+// kubelet's is denied without being read.
 func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
+	cp.InstallMachines(t)
 	const endpoint = "198.51.100.2"
 	_, services, _ := net.ParseCIDR("10.96.0.0/12")
 	policy := kubeletcsr.Policy{ServiceCIDRs: []*net.IPNet{services}, ControlPlaneEndpoint: endpoint}
 
 	n1 := newAttackNode(t, cp, "n1", addr(corev1.NodeInternalIP, "198.51.100.11"), addr(corev1.NodeHostName, "n1"))
-	time.Sleep(1100 * time.Millisecond) // creation times have one-second steps: evil is the younger node
+	framework.SetMachine(t, cp.Dynamic, "c1", "c1-n1", "n1", [2]string{"InternalIP", "198.51.100.11"}, [2]string{"Hostname", "n1"})
 	claims := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
 		"prometheus.monitoring.svc", "etcd.cluster.local", "localhost", "*.kube-system.svc", "*.example.internal", "cp.example.internal"}
 	ips := []string{"10.96.0.1", "10.100.4.2", "127.0.0.1", "169.254.169.254", endpoint, "198.51.100.11", "::1", "fe80::1"}
-	addrs := []corev1.NodeAddress{addr(corev1.NodeInternalIP, "198.51.100.66"), addr(corev1.NodeHostName, "evil")}
+	addrs := []corev1.NodeAddress{addr(corev1.NodeInternalIP, "198.51.100.66"), addr(corev1.NodeHostName, "evil"), addr(corev1.NodeInternalIP, "198.51.100.77")}
 	for _, c := range claims {
 		addrs = append(addrs, addr(corev1.NodeInternalDNS, c))
 	}
@@ -120,6 +132,13 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 		addrs = append(addrs, addr(corev1.NodeExternalIP, ip))
 	}
 	evil := newAttackNode(t, cp, "evil", addrs...)
+	time.Sleep(1100 * time.Millisecond) // creation times have one-second steps: evil's Machine is the younger
+	// What the guest reports may reach its Machine (on vSphere, VMware
+	// Tools' addresses): the never-approved names stay refused.
+	framework.SetMachine(t, cp.Dynamic, "c1", "c1-evil", "evil", [2]string{"InternalIP", "198.51.100.66"}, [2]string{"Hostname", "evil"},
+		[2]string{"InternalDNS", "kubernetes.default.svc"}, [2]string{"ExternalIP", "10.96.0.1"}, [2]string{"ExternalIP", "127.0.0.1"}, [2]string{"ExternalIP", "198.51.100.11"})
+	framework.SetMachine(t, cp.Dynamic, "other", "other-evil", "evil", [2]string{"InternalIP", "198.51.100.99"})
+	nomachine := newAttackNode(t, cp, "no-machine", addr(corev1.NodeInternalIP, "198.51.100.88"))
 	policyWithEndpointName := policy
 	policyWithEndpointName.ControlPlaneEndpoint = "cp.example.internal"
 
@@ -133,7 +152,7 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := &kubeletcsr.Approver{Client: cp.Client, Policy: p, Log: &log, Events: recorder}
+			a := &kubeletcsr.Approver{Client: cp.Client, Policy: p, Machines: machinesOf(cp), Log: &log, Events: recorder}
 			if err := a.Run(runCtx, 5*time.Second); err != nil {
 				t.Errorf("approver: %v", err)
 			}
@@ -150,21 +169,15 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 	for _, ip := range ips {
 		w := "is never approved"
 		if ip == "198.51.100.11" {
-			w = "was reported first by node n1"
+			w = "is listed by Machine c1-n1, not node evil's"
 		}
 		want[evil.file("ip", []string{"evil"}, "198.51.100.66", ip)] = w
 	}
-	// More names than a kubelet asks for, each its own.
+	// More names than a kubelet asks for.
 	many := []string{"evil"}
 	for i := range kubeletcsr.MaxNames {
 		many = append(many, fmt.Sprintf("evil-%d", i))
 	}
-	evil.report(nil, append(addrs, func() (out []corev1.NodeAddress) {
-		for _, m := range many[1:] {
-			out = append(out, addr(corev1.NodeInternalDNS, m))
-		}
-		return out
-	}()...)...)
 	want[evil.file("many", many, "198.51.100.66")] = "more than a kubelet asks for"
 	// A request larger than any kubelet's, not parsed: about 40 KiB of names.
 	var big []string
@@ -174,6 +187,15 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 	want[evil.file("big", big, "198.51.100.66")] = "not read"
 	// A name that would start a line of its own in a log.
 	want[evil.file("log", []string{"evil", "x\napproved kube-apiserver-impersonation"}, "198.51.100.66")] = "is never approved"
+	// Waiting for a Machine to vouch: what only the Node's status says, a
+	// Machine of another Cluster, no Machine at all.
+	waiting := map[string]string{
+		evil.file("status-only", []string{"evil"}, "198.51.100.77"):    "not listed in the status.addresses of Machine c1-evil",
+		evil.file("other-cluster", []string{"evil"}, "198.51.100.99"):  "not listed in the status.addresses of Machine c1-evil",
+		nomachine.file("own", []string{"no-machine"}, "198.51.100.88"): "no Cluster API Machine has node no-machine",
+	}
+	// Filed before the Machine lists the address: approved once it does.
+	later := n1.file("later", []string{"n1"}, "198.51.100.11", "198.51.100.21")
 
 	for name, w := range want {
 		framework.WaitFor(t, "a decision on "+name, 60*time.Second, func() (bool, error) {
@@ -188,8 +210,34 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 			return false, fmt.Errorf("%s: %s, want %s", name, got, w)
 		})
 	}
+	for name := range waiting {
+		if got := decision(t, cp.Client, name); got != "pending" {
+			t.Errorf("%s, which the Machines do not vouch for yet: %s, want pending", name, got)
+		}
+	}
+	if got := decision(t, cp.Client, later); got != "pending" {
+		t.Errorf("%s before its Machine lists its address: %s", later, got)
+	}
+	framework.SetMachine(t, cp.Dynamic, "c1", "c1-n1", "n1", [2]string{"InternalIP", "198.51.100.11"}, [2]string{"Hostname", "n1"}, [2]string{"InternalIP", "198.51.100.21"})
+	framework.WaitFor(t, later+" approved once its Machine lists its address", 30*time.Second, func() (bool, error) {
+		got := decision(t, cp.Client, later)
+		if strings.HasPrefix(got, "Denied") {
+			return false, fmt.Errorf("%s", got)
+		}
+		return got == "Approved", nil
+	})
 	cancel()
 	wg.Wait()
+
+	// The grace over: denied, with the reason.
+	if _, err := (&kubeletcsr.Approver{Client: cp.Client, Machines: machinesOf(cp), Grace: time.Nanosecond, Log: &log}).Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range waiting {
+		if got := decision(t, cp.Client, name); !strings.HasPrefix(got, "Denied: ") || !strings.Contains(got, w) {
+			t.Errorf("%s after the grace: %s, want denied: %s", name, got, w)
+		}
+	}
 
 	// The control-plane endpoint given as a name.
 	runCtx, cancel = context.WithCancel(ctx)
@@ -229,24 +277,28 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 	})
 }
 
-// The older node keeps its address: a younger node that claims it is
-// denied it, and the older node's later requests (a renewal) are approved;
-// the claim does not make the approver deny the node it names.
-func TestKubeletServingApproverKeepsAnAddressWithItsFirstNode(t *testing.T) {
+// The older Machine keeps its address: a node whose (younger) Machine
+// lists it too is denied it, and the older Machine's node's later requests
+// (a renewal) are approved; what a node writes in its own status changes
+// nothing for anyone.
+func TestKubeletServingApproverKeepsAnAddressWithItsOlderMachine(t *testing.T) {
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
-	n2 := newAttackNode(t, cp, "n2", addr(corev1.NodeInternalIP, "198.51.100.12"))
+	cp.InstallMachines(t)
+	n2 := newAttackNode(t, cp, "n2")
+	framework.SetMachine(t, cp.Dynamic, "c1", "c1-n2", "n2", [2]string{"InternalIP", "198.51.100.12"})
 	time.Sleep(1100 * time.Millisecond)
 	evil := newAttackNode(t, cp, "evil", addr(corev1.NodeInternalIP, "198.51.100.66"), addr(corev1.NodeExternalIP, "198.51.100.12"))
+	framework.SetMachine(t, cp.Dynamic, "c1", "c1-evil", "evil", [2]string{"InternalIP", "198.51.100.66"}, [2]string{"ExternalIP", "198.51.100.12"})
 	claim := evil.file("claim", []string{"evil"}, "198.51.100.66", "198.51.100.12")
 	own := n2.file("own", []string{"n2"}, "198.51.100.12")
-	if _, err := kubeletcsr.Pass(context.Background(), cp.Client, kubeletcsr.Policy{}); err != nil {
+	if _, err := kubeletcsr.Pass(context.Background(), cp.Client, machinesOf(cp), kubeletcsr.Policy{}); err != nil {
 		t.Fatal(err)
 	}
 	renewal := n2.file("renewal", []string{"n2"}, "198.51.100.12")
-	if _, err := kubeletcsr.Pass(context.Background(), cp.Client, kubeletcsr.Policy{}); err != nil {
+	if _, err := kubeletcsr.Pass(context.Background(), cp.Client, machinesOf(cp), kubeletcsr.Policy{}); err != nil {
 		t.Fatal(err)
 	}
-	for name, w := range map[string]string{claim: "was reported first by node n2", own: "Approved", renewal: "Approved"} {
+	for name, w := range map[string]string{claim: "is listed by Machine c1-n2, not node evil's", own: "Approved", renewal: "Approved"} {
 		if got := decision(t, cp.Client, name); got != w && !(w != "Approved" && strings.Contains(got, w)) {
 			t.Errorf("%s: %s, want %s", name, got, w)
 		}

@@ -79,6 +79,9 @@ func TestKubeletServingSignerIsTrustedByKubeletScrapesOnly(t *testing.T) {
 
 	n1 := newAttackNode(t, cp, "n1", addr(corev1.NodeInternalIP, "198.51.100.11"), addr(corev1.NodeHostName, "n1"))
 	evil := newAttackNode(t, cp, "evil", addr(corev1.NodeInternalIP, "198.51.100.66"), addr(corev1.NodeHostName, "evil"), addr(corev1.NodeExternalIP, "10.96.0.1"))
+	cp.InstallMachines(t)
+	framework.SetMachine(t, cp.Dynamic, "c1", "c1-n1", "n1", [2]string{"InternalIP", "198.51.100.11"})
+	framework.SetMachine(t, cp.Dynamic, "c1", "c1-evil", "evil", [2]string{"InternalIP", "198.51.100.66"})
 
 	// Still signed by kube-controller-manager with the cluster CA: a
 	// kubelet's client certificate.
@@ -115,7 +118,7 @@ func TestKubeletServingSignerIsTrustedByKubeletScrapesOnly(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		a := &kubeletcsr.Approver{Client: cp.Client, Policy: kubeletcsr.Policy{ServiceCIDRs: []*net.IPNet{services}}, Log: &log, CA: files}
+		a := &kubeletcsr.Approver{Client: cp.Client, Policy: kubeletcsr.Policy{ServiceCIDRs: []*net.IPNet{services}}, Machines: machinesOf(cp), Log: &log, CA: files}
 		if err := a.Run(runCtx, 2*time.Second); err != nil {
 			t.Errorf("approver: %v", err)
 		}

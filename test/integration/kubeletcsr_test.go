@@ -37,7 +37,9 @@ import (
 func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 	ctx := context.Background()
 	cp := framework.StartControlPlane(t, framework.ControlPlaneOptions{Version: kubeVersion})
-	// n4 also reports n2's address, as a node's kubelet can in its own status.
+	cp.InstallMachines(t)
+	// n4 also reports n2's address, as a node's kubelet can in its own
+	// status; their Machines list each node's own.
 	for _, n := range []struct{ name, ip, claimed string }{{"n1", "198.51.100.11", ""}, {"n2", "198.51.100.12", ""}, {"n4", "198.51.100.14", "198.51.100.12"}} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
 		created, err := cp.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -51,6 +53,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 		if _, err := cp.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		framework.SetMachine(t, cp.Dynamic, "c1", "c1-"+n.name, n.name, [2]string{"InternalIP", n.ip}, [2]string{"Hostname", n.name + ".example.internal"})
 	}
 	as := func(user string, groups ...string) kubernetes.Interface {
 		cfg := rest.CopyConfig(cp.Admin)
@@ -113,15 +116,15 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 	file(node1, "other-signer", "system:node:n1", nodesOrg, nil, nil)
 	file(as("system:node:n4", "system:nodes"), "claimed-ip", "system:node:n4", nodesOrg, []string{"n4"}, []string{"198.51.100.14", "198.51.100.12"})
 
-	res, err := kubeletcsr.Pass(ctx, cp.Client, kubeletcsr.Policy{})
+	res, err := kubeletcsr.Pass(ctx, cp.Client, machinesOf(cp), kubeletcsr.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("approved %v; denied %v; waiting %v", res.Approved, res.Denied, res.Waiting)
 	want := map[string]string{
 		"own":                "Approved",
-		"foreign-ip":         "IP address 198.51.100.12 is not an address of node n1",
-		"foreign-dns":        `DNS name "n2.example.internal" is not a name of node n1`,
+		"foreign-ip":         "IP address 198.51.100.12 is listed by Machine c1-n2, not node n1's",
+		"foreign-dns":        `DNS name "n2.example.internal" is listed by Machine c1-n2, not node n1's`,
 		"user-as-other-node": "not by a node",
 		"client-auth":        `usage "client auth" is not one a serving certificate needs`,
 		"wrong-org":          `subject O ["system:masters"] is not [system:nodes]`,
@@ -130,7 +133,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 		"from-a-user":        "not by a node",
 		"unregistered":       "pending",
 		"other-signer":       "pending",
-		"claimed-ip":         "IP address 198.51.100.12 was reported first by node n2",
+		"claimed-ip":         "IP address 198.51.100.12 is listed by Machine c1-n2, not node n4's",
 	}
 	for name, w := range want {
 		csr, err := cp.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, name, metav1.GetOptions{})
@@ -160,7 +163,7 @@ func TestKubeletServingApproverOnARealAPIServer(t *testing.T) {
 		t.Errorf("pass: %d approved, %d denied, %d waiting; want 1, %d, 1", len(res.Approved), len(res.Denied), len(res.Waiting), len(want)-3)
 	}
 	// A second pass decides nothing again.
-	if again, err := kubeletcsr.Pass(ctx, cp.Client, kubeletcsr.Policy{}); err != nil || len(again.Approved)+len(again.Denied) != 0 {
+	if again, err := kubeletcsr.Pass(ctx, cp.Client, machinesOf(cp), kubeletcsr.Policy{}); err != nil || len(again.Approved)+len(again.Denied) != 0 {
 		t.Errorf("second pass: %+v, %v", again, err)
 	}
 }
