@@ -7,10 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
 )
@@ -86,6 +90,35 @@ func TestControllerRunsTheKubeletApprover(t *testing.T) {
 	machines(`{"type":"InternalIP","address":"198.51.100.31"}`)
 	framework.SetMachine(t, f.mgmt.Dynamic, "w1", "w1-cp-1", "w1-cp", [2]string{"InternalIP", "198.51.100.32"})
 	machines(`{"type":"InternalIP","address":"198.51.100.32"}`)
+	// The approver's own identity in w1 reads them (by name, as its
+	// informer lists and watches) and no other ConfigMap of kube-system.
+	cfg := rest.CopyConfig(f.workloads["w1"].Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + templates.SystemNS + ":" + templates.KubeletApprover,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + templates.SystemNS, "system:authenticated"}}
+	approver := kubernetes.NewForConfigOrDie(cfg)
+	src := &kubeletcsr.PublishedMachines{Client: approver, Namespace: templates.SystemNS, Name: templates.KubeletMachines, Key: templates.KubeletMachinesKey}
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	current, synced, err := src.Watch(watchCtx, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitFor(t, "the approver's watch of its Machines", func() error {
+		if !synced() {
+			return fmt.Errorf("not synced")
+		}
+		ms, err := current()
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 || ms[0].Node != "w1-cp" || len(ms[0].Addresses) != 1 || ms[0].Addresses[0].Address != "198.51.100.32" {
+			return fmt.Errorf("the approver sees %+v", ms)
+		}
+		return nil
+	})
+	if _, err := approver.CoreV1().ConfigMaps(templates.SystemNS).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the approver lists every ConfigMap of %s: %v", templates.SystemNS, err)
+	}
 
 	// A tenant's MetricsConfig may not have it.
 	f.eksaCluster(t, "team-a", "t1", "mgmt", nil)
