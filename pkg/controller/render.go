@@ -87,8 +87,7 @@ func (r *Reconciler) input(ctx context.Context, mc *metricsv1alpha1.MetricsConfi
 			return nil, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
 		}
 	}
-	workload := c.Spec.ManagementCluster.Name != "" && c.Spec.ManagementCluster.Name != c.Metadata.Name
-	if workload && ptr.Deref(mc.Spec.TLS.KubeletServingCertificates, false) {
+	if !c.SelfManaged() && ptr.Deref(mc.Spec.TLS.KubeletServingCertificates, false) {
 		if in.Machines, err = r.machines(ctx, obj.GetName()); err != nil {
 			return nil, err
 		}
@@ -108,11 +107,7 @@ func (r *Reconciler) machines(ctx context.Context, name string) ([]spec.Machine,
 	if err := r.Client.List(ctx, &list, client.InNamespace(EKSASystemNamespace), client.MatchingLabels{spec.MachineClusterLabel: name}); err != nil {
 		return nil, fmt.Errorf("listing the Machines of Cluster %s in %s: %w", name, EKSASystemNamespace, err)
 	}
-	out := make([]spec.Machine, len(list.Items))
-	for i := range list.Items {
-		out[i] = spec.MachineOf(list.Items[i].Object)
-	}
-	return out, nil
+	return spec.MachinesOf(list.Items), nil
 }
 
 func convert(from map[string]any, to any) error {

@@ -64,8 +64,10 @@ type Approver struct {
 	CA *CAFiles
 
 	held string // why approvals wait, as last logged
-	now  func() time.Time
 }
+
+// errNoMachines: an Approver needs where its Machines are.
+var errNoMachines = errors.New("no source of Machines: the approver approves a node's names only as its Machine lists them")
 
 // NoMachineGrace is how long a request waits for the node's Machine to
 // list what it asks for: the infrastructure provider writes a Machine's
@@ -78,13 +80,6 @@ func (a *Approver) grace() time.Duration {
 		return a.Grace
 	}
 	return NoMachineGrace
-}
-
-func (a *Approver) clock() time.Time {
-	if a.now != nil {
-		return a.now()
-	}
-	return time.Now()
 }
 
 // kube-controller-manager's mirror pods, by kubeadm's labels, and the label
@@ -199,7 +194,7 @@ func (a *Approver) Pass(ctx context.Context) (Result, error) {
 		}
 	}
 	if a.Machines == nil {
-		return Result{}, fmt.Errorf("no source of Machines: the approver approves a node's names only as its Machine lists them")
+		return Result{}, errNoMachines
 	}
 	machines, err := a.Machines.List(ctx)
 	if err != nil {
@@ -242,7 +237,7 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 		a.held = hold
 	}
 	v := vouch(machines)
-	now := a.clock()
+	now := time.Now()
 	for _, csr := range csrs {
 		approved, denied := conditions(csr)
 		if denied || (approved && (a.CA == nil || signed(csr))) {
@@ -526,7 +521,7 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 		listPods = func() ([]*corev1.Pod, error) { return pods.Lister().List(labels.Everything()) }
 	}
 	if a.Machines == nil {
-		return fmt.Errorf("no source of Machines: the approver approves a node's names only as its Machine lists them")
+		return errNoMachines
 	}
 	// Stopped with the other informers when ctx ends (Run returns then).
 	listMachines, machinesSynced, err := a.Machines.Watch(ctx, poke)

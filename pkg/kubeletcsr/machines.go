@@ -63,11 +63,7 @@ func (s *ClusterMachines) List(ctx context.Context) ([]spec.Machine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", s, err)
 	}
-	out := make([]spec.Machine, len(list.Items))
-	for i := range list.Items {
-		out[i] = spec.MachineOf(list.Items[i].Object)
-	}
-	return out, nil
+	return spec.MachinesOf(list.Items), nil
 }
 
 func (s *ClusterMachines) Watch(ctx context.Context, changed func()) (func() ([]spec.Machine, error), cache.InformerSynced, error) {

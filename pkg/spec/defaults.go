@@ -32,7 +32,7 @@ func Default(in *Input, opts Options) *Config {
 	c := &Config{
 		ClusterName:    cl.Metadata.Name,
 		Provider:       providerByDatacenterKind[cl.Spec.DatacenterRef.Kind],
-		Management:     cl.Spec.ManagementCluster.Name == "" || cl.Spec.ManagementCluster.Name == cl.Metadata.Name,
+		Management:     cl.SelfManaged(),
 		ExternalEtcd:   cl.Spec.ExternalEtcdConfiguration != nil,
 		EtcdEncryption: len(cl.Spec.EtcdEncryption) > 0,
 		Exposure:       m.Exposure,

@@ -146,3 +146,10 @@ const (
 	OSRedHat       = "redhat"
 	OSBottlerocket = "bottlerocket"
 )
+
+// SelfManaged says whether the Cluster is its own management cluster
+// (managementCluster.name empty or its own name): a workload cluster's
+// Cluster API objects are in its management cluster.
+func (c *Cluster) SelfManaged() bool {
+	return c.Spec.ManagementCluster.Name == "" || c.Spec.ManagementCluster.Name == c.Metadata.Name
+}

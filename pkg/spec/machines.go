@@ -33,6 +33,15 @@ const MachinesNamespace = "eksa-system"
 // name of its Cluster (sigs.k8s.io/cluster-api api/core ClusterNameLabel).
 const MachineClusterLabel = "cluster.x-k8s.io/cluster-name"
 
+// MachinesOf reads each Machine of a list the API server returns.
+func MachinesOf(items []unstructured.Unstructured) []Machine {
+	out := make([]Machine, len(items))
+	for i := range items {
+		out[i] = MachineOf(items[i].Object)
+	}
+	return out
+}
+
 // MachineOf reads a Machine from the object the API server returns (a
 // Cluster API Machine of v1beta1 or v1beta2, as unstructured content).
 func MachineOf(obj map[string]any) Machine {
