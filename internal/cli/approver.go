@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -12,6 +16,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
@@ -22,8 +32,8 @@ import (
 // NewCmdKubeletApprover is the approver of the kubelets' serving
 // certificates that tls.kubeletServingCertificates runs in the cluster.
 func NewCmdKubeletApprover(f *Factory) *cobra.Command {
-	var kubeconfig, endpoint, domain, caCert, caKey string
-	var clusterName, machinesNS, machinesKubeconfig, machinesCM string
+	var kubeconfig, endpoint, domain, caCert, caKey, metricsAddr string
+	var clusterName, machinesNS, machinesKubeconfig, machinesCM, metricsName string
 	var resync, grace time.Duration
 	var serviceCIDRs []string
 	cmd := &cobra.Command{
@@ -50,10 +60,14 @@ for (or whose node has no Machine), then denies them. The Machines are read eith
 itself (--cluster-name: the Machines labelled cluster.x-k8s.io/cluster-name=<name> in
 --machines-namespace, a self-managed cluster's own; --machines-kubeconfig reads them elsewhere)
 or from the ConfigMap the controller publishes them in for a workload cluster
-(--machines-configmap ` + templates.SystemNS + `/` + templates.KubeletMachines + `). Each decision is a log line (values quoted) and an event on the request. In a pod it uses its
+(--machines-configmap ` + templates.SystemNS + `/` + templates.KubeletMachines + `). Each decision is a log line (values quoted), an event on the request and a count in
+eksa_metrics_kubelet_serving_decisions_total, served with the requests waiting and whether approvals
+are held on --metrics-bind-address (HTTPS with a certificate the --ca-cert-file CA issues for
+--metrics-server-name; a bearer token the cluster authenticates and authorizes for get on /metrics,
+as controller-runtime's secure metrics server checks it). In a pod it uses its
 ServiceAccount; outside, --kubeconfig.`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if (caCert == "") != (caKey == "") {
 				return usageErrorf("--ca-cert-file and --ca-key-file go together")
 			}
@@ -119,6 +133,36 @@ ServiceAccount; outside, --kubeconfig.`,
 			recorder, stopEvents := kubeletcsr.NewEvents(client)
 			defer stopEvents()
 			a := &kubeletcsr.Approver{Client: client, Policy: policy, Machines: machines, Grace: grace, Log: f.IOStreams.ErrOut, Events: recorder}
+			if metricsAddr != "0" {
+				if a.Metrics, err = kubeletcsr.NewMetrics(ctrlmetrics.Registry); err != nil {
+					return err
+				}
+				var serving *kubeletcsr.Serving
+				if caCert != "" {
+					serving = &kubeletcsr.Serving{CA: &kubeletcsr.CAFiles{Cert: caCert, Key: caKey}, Name: metricsName}
+				}
+				serve, merr := approverMetrics(cfg, metricsAddr, serving)
+				if merr != nil {
+					return merr
+				}
+				// An endpoint that stops serving stops the approver: the pod
+				// restarts, rather than approving unseen.
+				var cancel context.CancelCauseFunc
+				ctx, cancel = context.WithCancelCause(ctx)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					if err := serve(ctx); err != nil {
+						cancel(fmt.Errorf("the metrics endpoint %s: %w", metricsAddr, err))
+					}
+				}()
+				defer func() { cancel(nil); <-done }()
+				defer func() {
+					if cause := context.Cause(ctx); err == nil && cause != nil && !errors.Is(cause, context.Canceled) {
+						err = cause
+					}
+				}()
+			}
 			if caCert != "" {
 				a.CA = &kubeletcsr.CAFiles{Cert: caCert, Key: caKey}
 				if _, err := a.CA.Load(); err != nil {
@@ -139,6 +183,30 @@ ServiceAccount; outside, --kubeconfig.`,
 	cmd.Flags().StringVar(&machinesKubeconfig, "machines-kubeconfig", "", "kubeconfig of the cluster holding those Machines (default: the cluster itself)")
 	cmd.Flags().StringVar(&machinesCM, "machines-configmap", "", "NAMESPACE/NAME of the ConfigMap the controller publishes the Machines in (instead of --cluster-name)")
 	cmd.Flags().DurationVar(&grace, "no-machine-grace", kubeletcsr.NoMachineGrace, "how long a request its node's Machine does not vouch for waits before it is denied")
+	cmd.Flags().StringVar(&metricsAddr, "metrics-bind-address", ":"+fmt.Sprint(templates.KubeletApproverMetricsPort), "address of the approver's metrics (HTTPS, authenticated and authorized); 0 turns them off")
+	cmd.Flags().StringVar(&metricsName, "metrics-server-name", templates.KubeletApproverServingName, "the DNS name of the metrics endpoint's certificate, issued by the --ca-cert-file CA (without that CA the certificate is self-signed)")
 	cmd.Flags().DurationVar(&resync, "resync", 30*time.Second, "how often the requests left waiting for their Node or Machine are looked at again")
 	return cmd
+}
+
+// approverMetrics is the approver's metrics endpoint: controller-runtime's
+// secure metrics server (each request's bearer token checked with a
+// TokenReview and get on its path with a SubjectAccessReview), as the
+// controller serves its own, with serving's certificate (without one,
+// a self-signed certificate).
+func approverMetrics(cfg *rest.Config, addr string, serving *kubeletcsr.Serving) (func(context.Context) error, error) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("a client for the metrics endpoint's reviews: %w", err)
+	}
+	opts := metricsserver.Options{BindAddress: addr, SecureServing: true, FilterProvider: filters.WithAuthenticationAndAuthorization}
+	if serving != nil {
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate, c.MinVersion = serving.GetCertificate, tls.VersionTLS12 }}
+	}
+	srv, err := metricsserver.NewServer(opts, cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("the metrics endpoint %s: %w", addr, err)
+	}
+	return srv.Start, nil
 }

@@ -67,6 +67,13 @@ func Verify(ctx context.Context, cl *Clusters, r *render.Result, opts VerifyOpti
 		return nil, err
 	}
 	targets = append(targets, mgmt...)
+	if r.Config.KubeletServingCertificates {
+		approvers, err := approverTargets(ctx, workload)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, approvers...)
+	}
 
 	ids, err := verify.NewIdentities(ctx, workload.Core, r.Config.Scrapers, verify.IdentityOptions{Removed: opts.Leftover, Failed: opts.Cleanup})
 	defer func() {
@@ -154,26 +161,17 @@ func managementTargets(ctx context.Context, mgmt *cluster.Cluster, r *render.Res
 			return nil, fmt.Errorf("reading Deployment %s in the %s: %w", m.ID(), mgmt, err)
 		}
 		svc := m.Deployment + "-metrics"
-		eps, err := mgmt.Core.DiscoveryV1().EndpointSlices(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+		eps, err := readyEndpoints(ctx, mgmt, m.Namespace, svc)
 		if err != nil {
-			return nil, fmt.Errorf("listing the endpoints of Service %s/%s in the %s: %w", m.Namespace, svc, mgmt, err)
+			return nil, err
 		}
 		var found []verify.Target
-		for _, sl := range eps.Items {
-			for _, ep := range sl.Endpoints {
-				if ep.Conditions.Ready != nil && !*ep.Conditions.Ready || len(ep.Addresses) == 0 {
-					continue
-				}
-				pod := ep.Addresses[0]
-				if ep.TargetRef != nil {
-					pod = ep.TargetRef.Name
-				}
-				t := verify.ManagementTarget(m.Deployment, pod, ep.Addresses[0], "")
-				if templates.ServesOurCertificate(r.Config, m) {
-					t.ServingName = templates.ManagementServingName(m)
-				}
-				found = append(found, t)
+		for _, ep := range eps {
+			t := verify.ManagementTarget(m.Deployment, ep.pod, ep.address, "")
+			if templates.ServesOurCertificate(r.Config, m) {
+				t.ServingName = templates.ManagementServingName(m)
 			}
+			found = append(found, t)
 		}
 		if len(found) == 0 {
 			found = append(found, verify.ManagementTarget(m.Deployment, "", "", fmt.Sprintf(
@@ -182,5 +180,50 @@ func managementTargets(ctx context.Context, mgmt *cluster.Cluster, r *render.Res
 		sort.Slice(found, func(i, j int) bool { return found[i].Node < found[j].Node })
 		out = append(out, found...)
 	}
+	return out, nil
+}
+
+// endpoint is a ready pod behind a Service.
+type endpoint struct{ pod, address string }
+
+// readyEndpoints are the ready endpoints of a Service, from its
+// EndpointSlices: the pod's name (else its address) and address.
+func readyEndpoints(ctx context.Context, cl *cluster.Cluster, ns, svc string) ([]endpoint, error) {
+	eps, err := cl.Core.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil {
+		return nil, fmt.Errorf("listing the endpoints of Service %s/%s in the %s: %w", ns, svc, cl, err)
+	}
+	var out []endpoint
+	for _, sl := range eps.Items {
+		for _, ep := range sl.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready || len(ep.Addresses) == 0 {
+				continue
+			}
+			e := endpoint{pod: ep.Addresses[0], address: ep.Addresses[0]}
+			if ep.TargetRef != nil {
+				e.pod = ep.TargetRef.Name
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// approverTargets are the pods of the kubelet serving-certificate
+// approver behind its metrics Service in the workload cluster.
+func approverTargets(ctx context.Context, workload *cluster.Cluster) ([]verify.Target, error) {
+	eps, err := readyEndpoints(ctx, workload, templates.SystemNS, templates.KubeletApprover)
+	if err != nil {
+		return nil, err
+	}
+	var out []verify.Target
+	for _, ep := range eps {
+		out = append(out, verify.ApproverTarget(ep.pod, ep.address, ""))
+	}
+	if len(out) == 0 {
+		out = append(out, verify.ApproverTarget("", "", fmt.Sprintf(
+			"Service %s/%s has no ready endpoint: no ready pod of Deployment %s/%s (is it applied, and does its pod run on a control-plane node?)", templates.SystemNS, templates.KubeletApprover, templates.SystemNS, templates.KubeletApprover)))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
 	return out, nil
 }

@@ -58,6 +58,8 @@ type Approver struct {
 	// the requests); Events, when set, an event on each request decided.
 	Log    io.Writer
 	Events events.EventRecorder
+	// Metrics, when set, count each decision (NewMetrics).
+	Metrics *Metrics
 	// CA, when set, signs the approved requests (kube-controller-manager
 	// then signs none: tls.kubeletServingCertificates takes the signer from
 	// it).
@@ -252,7 +254,8 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 		}
 		var req *x509.CertificateRequest
 		var why error
-		if len(csr.Spec.Request) == 0 {
+		unread := len(csr.Spec.Request) == 0
+		if unread {
 			// The API server refuses an empty request: trimRequest dropped it.
 			why = fmt.Errorf("spec.request is larger than any kubelet's request (%d bytes): not read", MaxRequestBytes)
 		} else {
@@ -274,6 +277,7 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 				return res, err
 			}
 			res.Signed = append(res.Signed, csr.Name)
+			a.Metrics.decided(DecisionSigned, "")
 			continue
 		}
 		if why == nil && hold != "" {
@@ -300,16 +304,20 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 		a.record(full, cond)
 		if cond.Type != certificatesv1.CertificateApproved {
 			res.Denied = append(res.Denied, csr.Name+": "+cond.Message)
+			a.Metrics.decided(DecisionDenied, denyCause(why, unread))
 			continue
 		}
 		res.Approved = append(res.Approved, csr.Name)
+		a.Metrics.decided(DecisionApproved, "")
 		if a.CA != nil {
 			if err := a.sign(ctx, updated, req); err != nil {
 				return res, err
 			}
 			res.Signed = append(res.Signed, csr.Name)
+			a.Metrics.decided(DecisionSigned, "")
 		}
 	}
+	a.Metrics.passed(len(res.Waiting), hold != "")
 	return res, nil
 }
 
@@ -564,11 +572,13 @@ func (a *Approver) Run(ctx context.Context, resync time.Duration) error {
 				// A published list that does not parse: nothing is decided
 				// until it does (the controller rewrites it).
 				fmt.Fprintf(a.Log, "error: %s\n", safetext.Escape(err.Error()))
+				a.Metrics.failed()
 				continue
 			}
 			if _, err := a.decide(ctx, pending, all, kcms, machines); err != nil {
 				// The next event or tick tries again.
 				fmt.Fprintf(a.Log, "error: %s\n", safetext.Escape(err.Error()))
+				a.Metrics.failed()
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
@@ -28,8 +29,11 @@ const KubeletApproverCommand = "kubelet-approver"
 // approve or deny requests for that one signer and sign them (the API
 // server checks the approve verb on signers/<signerName> for every approval
 // or denial, and the sign verb for every certificate written:
-// plugin/pkg/admission/certificates/approval and .../signing), and read the Services named
-// kubernetes (default/kubernetes: its address is never approved).
+// plugin/pkg/admission/certificates/approval and .../signing), read the Services named
+// kubernetes (default/kubernetes: its address is never approved), and
+// review the tokens of those who read its metrics (a TokenReview, then a
+// SubjectAccessReview for get on /metrics: what system:auth-delegator
+// grants).
 func KubeletApproverRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests"}, Verbs: []string{"get", "list", "watch"}},
@@ -38,8 +42,19 @@ func KubeletApproverRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"signers"}, ResourceNames: []string{certificatesv1.KubeletServingSignerName}, Verbs: []string{"approve", "sign"}},
 		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"services"}, ResourceNames: []string{"kubernetes"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	}
 }
+
+// KubeletApproverComponent is the component label value (and, after
+// Prefix, the name) of the approver's metrics Service.
+const KubeletApproverComponent = "kubelet-serving-approver"
+
+// KubeletApproverServingName is the name of the approver's metrics
+// certificate, which it issues itself with the kubelet-serving CA: its
+// Service's DNS name.
+const KubeletApproverServingName = KubeletApprover + "." + SystemNS + ".svc"
 
 // KubeletApproverEventRules are what it may do in the default namespace,
 // where the events on a (cluster-scoped) request go: write its events.
@@ -165,12 +180,24 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 						Args:            KubeletApproverArgs(c),
 						SecurityContext: hardened(65532),
 						Resources:       smallResources(),
+						Ports:           []corev1.ContainerPort{{Name: "https", ContainerPort: KubeletApproverMetricsPort, Protocol: corev1.ProtocolTCP}},
 						VolumeMounts:    []corev1.VolumeMount{{Name: "ca", MountPath: kubeletCADir, ReadOnly: true}},
 					}},
 					// The CA apply creates before the objects.
 					Volumes: []corev1.Volume{{Name: "ca", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: KubeletServingCA, DefaultMode: ptr.To[int32](0o440)}}}},
 				},
 			},
+		},
+	}
+	// The Service the scrapers find its metrics endpoint by (headless, as
+	// the proxies').
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeletApprover, Namespace: SystemNS,
+			Labels: labels(map[string]string{ComponentLabel: KubeletApproverComponent, JobLabel: KubeletApproverComponent})},
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  sel,
+			Ports:     []corev1.ServicePort{{Name: "https", Port: KubeletApproverMetricsPort, TargetPort: intstr.FromString("https"), Protocol: corev1.ProtocolTCP}},
 		},
 	}
 	var machines []Object
@@ -195,5 +222,10 @@ func KubeletApproverObjects(c *spec.Config) []Object {
 		toObject("rbac.authorization.k8s.io/v1", "Role", pods),
 		toObject("rbac.authorization.k8s.io/v1", "RoleBinding", podsBinding),
 		toObject("apps/v1", "Deployment", dep),
+		toObject("v1", "Service", svc),
 	)
 }
+
+// KubeletApproverMetricsPort is the port of the approver's metrics
+// endpoint (its --metrics-bind-address), named https in its pod and Service.
+const KubeletApproverMetricsPort = 8443

@@ -31,7 +31,7 @@ func ReaderRules(c *spec.Config) []rbacv1.PolicyRule {
 			urls[p] = true
 		}
 	}
-	if len(ManagementComponents(c)) > 0 {
+	if len(ManagementComponents(c)) > 0 || c.KubeletServingCertificates { // and the kubelet approver's
 		urls["/metrics"] = true
 	}
 	var rules []rbacv1.PolicyRule

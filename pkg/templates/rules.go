@@ -63,6 +63,9 @@ func RuleGroups(c *spec.Config) []RuleGroup {
 		}
 		byFamily[m.Namespace] = append(byFamily[m.Namespace], m.Deployment)
 	}
+	if c.KubeletServingCertificates {
+		out = append(out, RuleGroup{Name: Prefix + "-kubelet-serving", Alerts: kubeletServingAlerts()})
+	}
 	if c.Management {
 		out = append(out, RuleGroup{Name: Prefix + "-fleet", Alerts: fleetAlerts()})
 	}
@@ -165,6 +168,31 @@ func managementAlerts(namespace string, deployments []string) []Alert {
 // fleetAlerts read the eksa-metrics controller's own metrics (in the
 // management cluster: docs/controller.md, "Metrics"), one series per
 // selected Cluster.
+// kubeletServingAlerts read the kubelet serving-certificate approver's
+// own metrics (tls.kubeletServingCertificates).
+func kubeletServingAlerts() []Alert {
+	logs := "`kubectl -n " + SystemNS + " logs deploy/" + KubeletApprover + "`"
+	return []Alert{{
+		// A real kubelet asks only for its own names, which its Machine
+		// lists within minutes: any denial is a node asking for what is not
+		// its own, or a Machine that never listed its address.
+		Name: "EksaMetricsKubeletServingDenied", Expr: `increase(eksa_metrics_kubelet_serving_decisions_total{decision="denied"}[15m]) > 0`, For: "0m", Severity: "warning",
+		Summary: "the kubelet approver denied serving-certificate requests ({{ $labels.cause }})",
+		Description: "The kubelet serving-certificate approver denied {{ $value | printf \"%.0f\" }} request(s) in 15 minutes, cause {{ $labels.cause }}: unvouched, the node's Cluster API Machine did not list the requested names within --no-machine-grace; refused, a name that is never approved (the API server's names, a Service address, loopback, another Machine's address, a wildcard); size, a request larger than any kubelet's. A node asking for another's names may be compromised. " +
+			"`kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving` and the Denied condition's message, the events in the default namespace, " + logs + "; for unvouched, `kubectl -n eksa-system get machines -o wide` in the cluster that holds the Machines.",
+		Metrics: []string{"eksa_metrics_kubelet_serving_decisions_total"},
+	}, {
+		// EKS Anywhere's upgrade replaces the control-plane machines in
+		// minutes; an hour is a control plane that kept the cluster CA as
+		// kube-controller-manager's signer, and new nodes get no certificate.
+		Name: "EksaMetricsKubeletServingApprovalsHeld", Expr: "eksa_metrics_kubelet_serving_approvals_held == 1", For: "1h", Severity: "warning",
+		Summary: "the kubelet approver approves nothing: kube-controller-manager may sign with the cluster CA",
+		Description: "For an hour the kubelet serving-certificate approver has approved no request because a control-plane kube-controller-manager runs with the cluster CA as its signer (a machine that predates tls.kubeletServingCertificates), or none can be seen; nodes that join or renew get no serving certificate, and their scrapes, kubectl logs and exec fail. " +
+			logs + " says which node; run `eksctl anywhere upgrade cluster` with the cluster.yaml eksa-metrics generated.",
+		Metrics: []string{"eksa_metrics_kubelet_serving_approvals_held"},
+	}}
+}
+
 func fleetAlerts() []Alert {
 	status := "`kubectl -n {{ $labels.cluster_namespace }} get metricsconfigbinding {{ $labels.cluster }}.{{ $labels.metricsconfig }} -o yaml` (its conditions and status.lastError say why)"
 	logs := "`kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller`"

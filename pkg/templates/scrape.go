@@ -88,6 +88,13 @@ func targets(c *spec.Config) []target {
 		}
 		out = append(out, t)
 	}
+	if c.KubeletServingCertificates {
+		// The kubelet serving-certificate approver's own metrics, with the
+		// certificate it issues itself with the kubelet-serving CA.
+		comp := components.Cluster{ID: KubeletApproverComponent, PortName: "https", Port: KubeletApproverMetricsPort, TLS: true, Paths: []string{"/metrics"}}
+		out = append(out, target{comp: comp, job: KubeletApproverComponent, serviceNS: SystemNS, serviceName: KubeletApprover, port: "https", scheme: "https",
+			selector: map[string]string{ComponentLabel: KubeletApproverComponent}, jobLabel: JobLabel, kubeletCA: true, serverName: KubeletApproverServingName})
+	}
 	for _, m := range ManagementComponents(c) {
 		comp := components.Cluster{ID: components.ID(m.Deployment), PortName: "https", Port: components.MetricsPort, TLS: true, Paths: []string{"/metrics"}}
 		why := "controller-runtime serves a self-signed certificate on the secure diagnostics port"
@@ -272,8 +279,9 @@ func monitorCredentials(c *spec.Config, t target) (*monitoringv1.SafeAuthorizati
 		// The CA bundle apply publishes in the monitor's namespace.
 		tls.ServerName, tls.CA = ptr.To(t.serverName), configMapKey(ServingCA, CABundleKey)
 	case t.kubeletCA:
-		// The kubelet-serving CA, apart in the same ConfigMap.
-		tls.CA = configMapKey(ServingCA, KubeletCAKey)
+		// The kubelet-serving CA, apart in the same ConfigMap (the kubelets'
+		// certificates for their addresses, the approver's for its name).
+		tls.ServerName, tls.CA = ptr.To(t.serverName), configMapKey(ServingCA, KubeletCAKey)
 	case c.CredentialsFile:
 		tls.ServerName, tls.CAFile = ptr.To(t.serverName), saCAFile
 	default:

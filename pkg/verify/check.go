@@ -140,8 +140,12 @@ func check(ctx context.Context, t Target, opts Options) Result {
 				r.TLS = "eksa-metrics CA"
 			}
 		}
+		kubeletName := u.Hostname()
+		if t.KubeletCAName != "" {
+			kubeletName = t.KubeletCAName
+		}
 		if t.VerifyWithKubeletCA && opts.KubeletCA != nil && len(certs) > 0 {
-			if _, err := certs[0].Verify(x509.VerifyOptions{Roots: opts.KubeletCA, DNSName: u.Hostname()}); err == nil {
+			if _, err := certs[0].Verify(x509.VerifyOptions{Roots: opts.KubeletCA, DNSName: kubeletName}); err == nil {
 				r.TLS = "kubelet-serving CA"
 			}
 		}
@@ -174,10 +178,10 @@ func check(ctx context.Context, t Target, opts Options) Result {
 				if r.TLS == "cluster CA" {
 					hint = ": kube-controller-manager signed it with the cluster CA, so the control plane still runs without the signer flags tls.kubeletServingCertificates gives it (eksctl anywhere upgrade cluster replaces its machines); the kubelet renews it with the approver's CA later"
 				}
-				fail("the kubelet's certificate does not chain to the kubelet-serving CA for %s (%s); no token was sent%s", u.Hostname(), r.TLS, hint)
+				fail("the %s certificate does not chain to the kubelet-serving CA for %s (%s); no token was sent%s", whose(t), kubeletName, r.TLS, hint)
 				return r
 			}
-			cfg.RootCAs, cfg.ServerName = opts.KubeletCA, u.Hostname()
+			cfg.RootCAs, cfg.ServerName = opts.KubeletCA, kubeletName
 		} else if t.ServingName != "" {
 			// What Prometheus checks: the name and eksa-metrics' CA.
 			if opts.ServingCA == nil {
@@ -402,8 +406,11 @@ func countSamples(body string) (int, error) {
 
 // whose names the certificate a target verifies with the cluster CA.
 func whose(t Target) string {
-	if t.Component == components.Kubelet {
+	switch t.Component {
+	case components.Kubelet:
 		return "kubelet's"
+	case templates.KubeletApproverComponent:
+		return "kubelet approver's metrics"
 	}
 	return "API server's"
 }

@@ -51,6 +51,10 @@ type Target struct {
 	// CA for the target's address (the kubelets with
 	// tls.kubeletServingCertificates) before any token is sent.
 	VerifyWithKubeletCA bool
+	// KubeletCAName, with VerifyWithKubeletCA, is the name the certificate
+	// must be for instead of the target's address (the approver's own
+	// metrics endpoint, whose certificate it issues with that CA).
+	KubeletCAName string
 	// ServingName: the certificate must be eksa-metrics' for this name
 	// (Options.ServingCA), as Prometheus verifies it, before any token is sent.
 	ServingName string
@@ -120,6 +124,19 @@ func zPagePaths(c *spec.Config, comp components.Cluster) (flagz, refused []strin
 		return fz, refused
 	}
 	return nil, append(refused, fz...)
+}
+
+// ApproverTarget is a pod of the kubelet serving-certificate approver
+// behind its metrics Service, or, with missing set, an approver with no
+// ready endpoint: its certificate must be the one it issues with the
+// kubelet-serving CA for its Service's name.
+func ApproverTarget(pod, address, missing string) Target {
+	t := Target{Component: templates.KubeletApproverComponent, Node: pod, Paths: []string{"/metrics"}, Missing: missing, PodNetwork: true,
+		VerifyWithKubeletCA: true, KubeletCAName: templates.KubeletApproverServingName}
+	if address != "" {
+		t.Endpoint = "https://" + net.JoinHostPort(address, strconv.Itoa(templates.KubeletApproverMetricsPort))
+	}
+	return t
 }
 
 // ManagementTarget is a management controller's pod behind its metrics

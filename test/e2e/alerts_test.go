@@ -117,6 +117,25 @@ var alertCases = []alertCase{{
 	labels:  map[string]string{"cluster_namespace": "fleet", "cluster": "w1", "severity": "warning"},
 	summary: "what eksa-metrics applies to fleet/w1 keeps being changed",
 	desc:    "The eksa-metrics controller re-applied Cluster fleet/w1 60 times in an hour because another writer changed or deleted its objects. `kubectl -n eksa-metrics-system logs deploy/eksa-metrics-controller` names each object (logger drift); find the other writer with `kubectl get <kind> <name> -o yaml --show-managed-fields` and make it leave eksa-metrics' objects alone.",
+}, {
+	alert: "EksaMetricsKubeletServingDenied", evalAt: "10m",
+	series: map[string]string{
+		`eksa_metrics_kubelet_serving_decisions_total{job="kubelet-serving-approver",instance="10.0.0.9:8443",decision="denied",cause="refused"}`:   "0 0 0 0 2x10",
+		`eksa_metrics_kubelet_serving_decisions_total{job="kubelet-serving-approver",instance="10.0.0.9:8443",decision="denied",cause="unvouched"}`: "0x14",
+		`eksa_metrics_kubelet_serving_decisions_total{job="kubelet-serving-approver",instance="10.0.0.9:8443",decision="approved",cause=""}`:        "0+1x14",
+	},
+	labels:  map[string]string{"job": "kubelet-serving-approver", "instance": "10.0.0.9:8443", "decision": "denied", "cause": "refused", "severity": "warning"},
+	summary: "the kubelet approver denied serving-certificate requests (refused)",
+	desc:    "The kubelet serving-certificate approver denied 2 request(s) in 15 minutes, cause refused: unvouched, the node's Cluster API Machine did not list the requested names within --no-machine-grace; refused, a name that is never approved (the API server's names, a Service address, loopback, another Machine's address, a wildcard); size, a request larger than any kubelet's. A node asking for another's names may be compromised. `kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving` and the Denied condition's message, the events in the default namespace, `kubectl -n kube-system logs deploy/eksa-metrics-kubelet-serving-approver`; for unvouched, `kubectl -n eksa-system get machines -o wide` in the cluster that holds the Machines.",
+}, {
+	alert: "EksaMetricsKubeletServingApprovalsHeld", evalAt: "70m",
+	series: map[string]string{
+		`eksa_metrics_kubelet_serving_approvals_held{job="kubelet-serving-approver",instance="10.0.0.9:8443"}`: "1x80",
+		`eksa_metrics_kubelet_serving_approvals_held{job="kubelet-serving-approver",instance="10.0.2.9:8443"}`: "0x80",
+	},
+	labels:  map[string]string{"job": "kubelet-serving-approver", "instance": "10.0.0.9:8443", "severity": "warning"},
+	summary: "the kubelet approver approves nothing: kube-controller-manager may sign with the cluster CA",
+	desc:    "For an hour the kubelet serving-certificate approver has approved no request because a control-plane kube-controller-manager runs with the cluster CA as its signer (a machine that predates tls.kubeletServingCertificates), or none can be seen; nodes that join or renew get no serving certificate, and their scrapes, kubectl logs and exec fail. `kubectl -n kube-system logs deploy/eksa-metrics-kubelet-serving-approver` says which node; run `eksctl anywhere upgrade cluster` with the cluster.yaml eksa-metrics generated.",
 }}
 
 // TestAlertsWithPromtool: the rule file of a management cluster (every
@@ -137,6 +156,8 @@ func TestAlertsWithPromtool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// And the kubelet approver's alerts (tls.kubeletServingCertificates).
+	r.Config.KubeletServingCertificates = true
 	var names []string
 	for _, g := range templates.RuleGroups(r.Config) {
 		for _, a := range g.Alerts {

@@ -203,6 +203,23 @@ func TestKubeletServingCertificates(t *testing.T) {
 	viaFile := scrapeAndCheck(t, c, worker1, 9094, "kubelet verified (plain file)", sa, main, plain, r)
 	t.Logf("%s; %s", viaOperator, viaFile)
 
+	// The approver's own metrics, scraped verified (the certificate it
+	// issues itself with the kubelet-serving CA, for its Service's name):
+	// a count per decision, and nothing held or waiting once every node
+	// has its certificate.
+	p := c.StartPrometheus(t, worker1, 9095, sa.Namespace, sa.Name, main, plain)
+	defer p.Proc.Stop()
+	for _, q := range []string{
+		fmt.Sprintf(`eksa_metrics_kubelet_serving_decisions_total{job=%q,decision="signed"} >= %d`, templates.KubeletApproverComponent, len(c.Nodes)),
+		fmt.Sprintf(`eksa_metrics_kubelet_serving_decisions_total{job=%q,decision="approved"} >= %d`, templates.KubeletApproverComponent, len(c.Nodes)),
+		fmt.Sprintf(`eksa_metrics_kubelet_serving_decisions_total{job=%q,decision="denied",cause="refused"} >= 1`, templates.KubeletApproverComponent),
+		fmt.Sprintf(`eksa_metrics_kubelet_serving_approvals_held{job=%q} == 0`, templates.KubeletApproverComponent),
+		fmt.Sprintf(`eksa_metrics_kubelet_serving_waiting_requests{job=%q} == 0`, templates.KubeletApproverComponent),
+	} {
+		p.WaitQuery(t, "the approver's metrics", 60*time.Second, q, func(res []map[string]string) bool { return len(res) == 1 })
+	}
+	t.Logf("the approver's metrics, scraped verified: every node's request approved and signed, the forged one denied (refused), nothing held or waiting")
+
 	// eksa-metrics verify: each kubelet's certificate chains to the
 	// kubelet-serving CA for its address before the token is sent.
 	specPath := filepath.Join(t.TempDir(), "kubelet-tls.yaml")
@@ -219,6 +236,11 @@ func TestKubeletServingCertificates(t *testing.T) {
 		}
 	}
 	t.Logf("verify: %d kubelet rows pass with TLS %q", len(rows), rows[0].TLS)
+	approver := v.rows(templates.KubeletApproverComponent)
+	if len(approver) != 1 || !approver[0].Pass() || approver[0].TLS != "kubelet-serving CA" {
+		t.Fatalf("verify: the approver's metrics rows %+v, want one passing with TLS %q", approver, "kubelet-serving CA")
+	}
+	t.Logf("verify: %s passes with TLS %q (the scraper served, the unbound identity refused)", approver[0].Target, approver[0].TLS)
 }
 
 // servingRequests are the nodes whose kubelet-serving requests are pending

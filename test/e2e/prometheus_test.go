@@ -360,6 +360,9 @@ func expected(c *framework.Cluster, r *render.Result, skip ...components.ID) map
 		}
 		out[comp.Job] += nodes * len(comp.Paths)
 	}
+	if r.Config.KubeletServingCertificates {
+		out[templates.KubeletApproverComponent] = 1 // its one replica
+	}
 	return out
 }
 

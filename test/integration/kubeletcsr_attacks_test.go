@@ -3,12 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,6 +147,12 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 	var log framework.LockedBuffer
 	recorder, stopEvents := kubeletcsr.NewEvents(cp.Client)
 	defer stopEvents()
+	// Every approver of this test counts into one registry.
+	reg := prometheus.NewRegistry()
+	metrics, err := kubeletcsr.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -152,7 +160,7 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a := &kubeletcsr.Approver{Client: cp.Client, Policy: p, Machines: machinesOf(cp), Log: &log, Events: recorder}
+			a := &kubeletcsr.Approver{Client: cp.Client, Policy: p, Machines: machinesOf(cp), Log: &log, Events: recorder, Metrics: metrics}
 			if err := a.Run(runCtx, 5*time.Second); err != nil {
 				t.Errorf("approver: %v", err)
 			}
@@ -230,7 +238,7 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 	wg.Wait()
 
 	// The grace over: denied, with the reason.
-	if _, err := (&kubeletcsr.Approver{Client: cp.Client, Machines: machinesOf(cp), Grace: time.Nanosecond, Log: &log}).Pass(ctx); err != nil {
+	if _, err := (&kubeletcsr.Approver{Client: cp.Client, Machines: machinesOf(cp), Grace: time.Nanosecond, Log: &log, Metrics: metrics}).Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for name, w := range waiting {
@@ -249,6 +257,22 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 	})
 	cancel()
 	wg.Wait()
+
+	// A count per decision, by cause: the size attack unread, the three
+	// that waited for a Machine unvouched, every other denial refused.
+	approved := 1 // later
+	for _, w := range want {
+		if w == "Approved" {
+			approved++
+		}
+	}
+	wantCounts := map[string]float64{
+		"approved/": float64(approved), "signed/": 0,
+		"denied/size": 1, "denied/unvouched": float64(len(waiting)), "denied/refused": float64(len(want) - (approved - 1) - 1 + 1), // + the endpoint's name
+	}
+	if got := decisionCounts(t, reg); !maps.Equal(got, wantCounts) {
+		t.Errorf("eksa_metrics_kubelet_serving_decisions_total %v, want %v", got, wantCounts)
+	}
 
 	// No line of the log starts with a decision it did not make.
 	for _, l := range strings.Split(log.String(), "\n") {
@@ -303,4 +327,28 @@ func TestKubeletServingApproverKeepsAnAddressWithItsOlderMachine(t *testing.T) {
 			t.Errorf("%s: %s, want %s", name, got, w)
 		}
 	}
+}
+
+// decisionCounts are eksa_metrics_kubelet_serving_decisions_total's
+// values in reg, by "decision/cause".
+func decisionCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "eksa_metrics_kubelet_serving_decisions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out[l["decision"]+"/"+l["cause"]] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
