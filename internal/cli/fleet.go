@@ -139,7 +139,17 @@ func (o *GenerateOptions) generateFleet(ctx context.Context, files []string) err
 	}
 	owner := map[string]string{} // cluster name -> the first file that defines it
 	var writes []int
+	notAdopted := 0
 	for i, oc := range outcomes {
+		// A spec with no metrics section yet is not adopted: nothing is
+		// rendered for it, as validate calls it (docs/ci.md), and the
+		// fleet's render goes on.
+		var inv *spec.InvalidError
+		if errors.As(oc.err, &inv) && inv.NoMetricsSection != "" {
+			notAdopted++
+			fmt.Fprintf(errOut, "Not adopted: %s: cluster %q has no metrics section yet: nothing rendered for it (add one to adopt it; docs/ci.md)\n", files[i], inv.NoMetricsSection)
+			continue
+		}
 		if oc.err != nil {
 			report(files[i], oc.err)
 			continue
@@ -177,12 +187,20 @@ func (o *GenerateOptions) generateFleet(ctx context.Context, files []string) err
 		}
 		written++
 	}
-	fmt.Fprintf(errOut, "Wrote %d cluster directories under %s.\n", written, o.OutputDir)
+	if notAdopted > 0 {
+		fmt.Fprintf(errOut, "Wrote %d cluster directories under %s; %d specs not adopted yet, nothing rendered for them.\n", written, o.OutputDir, notAdopted)
+	} else {
+		fmt.Fprintf(errOut, "Wrote %d cluster directories under %s.\n", written, o.OutputDir)
+	}
 	if err := o.staleClusters(owner); err != nil {
 		report(o.OutputDir, err)
 	}
 	if failed > 0 {
 		return &fleetError{failed: failed, total: len(files), invalid: invalidOnly}
+	}
+	if notAdopted == len(files) {
+		return &spec.InvalidError{Problems: []spec.Problem{{File: strings.Join(o.Filenames, ", "),
+			Detail: "no spec has a metrics section, so nothing was rendered: add one to the clusters to adopt (docs/reference.md)"}}}
 	}
 	return nil
 }

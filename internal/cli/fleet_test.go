@@ -208,3 +208,53 @@ func TestValidateFleetRefusesTwoSpecsOfOneCluster(t *testing.T) {
 		t.Errorf("generate: exit %d:\n%s", code, stderr)
 	}
 }
+
+// A fleet adopts eksa-metrics cluster by cluster: generate -f DIR renders
+// nothing for a spec with no metrics section yet, says so, and writes the
+// others (exit 0), as validate calls that spec "not adopted"; a broken spec
+// beside it still fails, and a directory where nothing is adopted renders
+// nothing (exit 3).
+func TestGenerateFleetAdoptsGradually(t *testing.T) {
+	dir := writeFleet(t, 3, nil)
+	bare := fleetSpec(1)
+	bare = bare[:strings.Index(bare, "\n---\napiVersion: metrics")+1]
+	path := filepath.Join(dir, "site-1", "store-0001.yaml")
+	if err := os.WriteFile(path, []byte(bare), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := run(t, "", "generate", "-f", dir, "-o", "kustomize", "--output-dir", out)
+	if code != ExitOK || !strings.Contains(stderr, "Not adopted: "+path+": cluster \"store-0001\" has no metrics section yet") || !strings.Contains(stderr, "1 specs not adopted yet") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("%d output directories, want 2 (store-0000, store-0002)", len(entries))
+	}
+	if _, err := os.Stat(filepath.Join(out, "store-0001")); !os.IsNotExist(err) {
+		t.Errorf("a directory was written for the spec not adopted: %v", err)
+	}
+	broken := strings.Replace(fleetSpec(2), "exposure: proxy", "exposure: nodePort", 1)
+	if err := os.WriteFile(filepath.Join(dir, "site-2", "store-0002.yaml"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := run(t, "", "generate", "-f", dir, "-o", "kustomize", "--output-dir", t.TempDir(), "--force"); code != ExitInvalid || !strings.Contains(stderr, "store-0002.yaml:24: spec.exposure") {
+		t.Errorf("a broken spec beside one not adopted: exit %d\n%s", code, stderr)
+	}
+	only := filepath.Join(t.TempDir(), "only")
+	if err := os.MkdirAll(only, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(only, "a.yaml"), []byte(bare), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(only, "b.yaml"), []byte(strings.ReplaceAll(bare, "store-0001", "store-0009")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := run(t, "", "generate", "-f", only, "-o", "kustomize", "--output-dir", t.TempDir(), "--force"); code != ExitInvalid || !strings.Contains(stderr, "no spec has a metrics section") {
+		t.Errorf("nothing adopted: exit %d\n%s", code, stderr)
+	}
+}
