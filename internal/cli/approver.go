@@ -133,13 +133,19 @@ ServiceAccount; outside, --kubeconfig.`,
 			recorder, stopEvents := kubeletcsr.NewEvents(client)
 			defer stopEvents()
 			a := &kubeletcsr.Approver{Client: client, Policy: policy, Machines: machines, Grace: grace, Log: f.IOStreams.ErrOut, Events: recorder}
+			if caCert != "" {
+				a.CA = &kubeletcsr.CAFiles{Cert: caCert, Key: caKey}
+				if _, err := a.CA.Load(); err != nil {
+					return err
+				}
+			}
 			if metricsAddr != "0" {
 				if a.Metrics, err = kubeletcsr.NewMetrics(ctrlmetrics.Registry); err != nil {
 					return err
 				}
 				var serving *kubeletcsr.Serving
-				if caCert != "" {
-					serving = &kubeletcsr.Serving{CA: &kubeletcsr.CAFiles{Cert: caCert, Key: caKey}, Name: metricsName}
+				if a.CA != nil {
+					serving = &kubeletcsr.Serving{CA: a.CA, Name: metricsName}
 				}
 				serve, merr := approverMetrics(cfg, metricsAddr, serving)
 				if merr != nil {
@@ -162,12 +168,6 @@ ServiceAccount; outside, --kubeconfig.`,
 						err = cause
 					}
 				}()
-			}
-			if caCert != "" {
-				a.CA = &kubeletcsr.CAFiles{Cert: caCert, Key: caKey}
-				if _, err := a.CA.Load(); err != nil {
-					return err
-				}
 			}
 			return a.Run(ctx, resync)
 		},

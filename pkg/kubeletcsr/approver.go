@@ -254,10 +254,9 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 		}
 		var req *x509.CertificateRequest
 		var why error
-		unread := len(csr.Spec.Request) == 0
-		if unread {
+		if len(csr.Spec.Request) == 0 {
 			// The API server refuses an empty request: trimRequest dropped it.
-			why = fmt.Errorf("spec.request is larger than any kubelet's request (%d bytes): not read", MaxRequestBytes)
+			why = &TooLarge{}
 		} else {
 			req, why = check(csr, node, v, a.Policy)
 		}
@@ -277,7 +276,6 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 				return res, err
 			}
 			res.Signed = append(res.Signed, csr.Name)
-			a.Metrics.decided(DecisionSigned, "")
 			continue
 		}
 		if why == nil && hold != "" {
@@ -304,7 +302,7 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 		a.record(full, cond)
 		if cond.Type != certificatesv1.CertificateApproved {
 			res.Denied = append(res.Denied, csr.Name+": "+cond.Message)
-			a.Metrics.decided(DecisionDenied, denyCause(why, unread))
+			a.Metrics.decided(DecisionDenied, denyCause(why))
 			continue
 		}
 		res.Approved = append(res.Approved, csr.Name)
@@ -314,7 +312,6 @@ func (a *Approver) decide(ctx context.Context, csrs []*certificatesv1.Certificat
 				return res, err
 			}
 			res.Signed = append(res.Signed, csr.Name)
-			a.Metrics.decided(DecisionSigned, "")
 		}
 	}
 	a.Metrics.passed(len(res.Waiting), hold != "")
@@ -352,6 +349,7 @@ func (a *Approver) sign(ctx context.Context, csr *certificatesv1.CertificateSign
 		return fmt.Errorf("writing the certificate of CertificateSigningRequest %s: %w", csr.Name, err)
 	}
 	a.logf("signed csr=%q node=%q for %d days", csr.Name, safetext.Escape(NodeOf(csr)), int(lifetime.Hours()/24))
+	a.Metrics.decided(DecisionSigned, "")
 	return nil
 }
 

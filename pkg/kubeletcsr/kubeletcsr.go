@@ -177,7 +177,7 @@ func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, v v
 		return nil, fmt.Errorf("filed by node %s, which does not exist", name)
 	}
 	if len(csr.Spec.Request) > MaxRequestBytes {
-		return nil, fmt.Errorf("spec.request is %d bytes, more than any kubelet's request (%d): not read", len(csr.Spec.Request), MaxRequestBytes)
+		return nil, &TooLarge{Size: len(csr.Spec.Request)}
 	}
 	block, _ := pem.Decode(csr.Spec.Request)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
@@ -255,3 +255,15 @@ func check(csr *certificatesv1.CertificateSigningRequest, node *corev1.Node, v v
 
 // dnsKey is a DNS name as compared: lower case, without a final dot.
 func dnsKey(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
+
+// TooLarge is the denial of a request larger than any kubelet's, which is
+// not read; Size is its length, 0 when the cache dropped its body
+// (trimRequest) before it was measured here.
+type TooLarge struct{ Size int }
+
+func (e *TooLarge) Error() string {
+	if e.Size == 0 {
+		return fmt.Sprintf("spec.request is larger than any kubelet's request (%d bytes): not read", MaxRequestBytes)
+	}
+	return fmt.Sprintf("spec.request is %d bytes, more than any kubelet's request (%d): not read", e.Size, MaxRequestBytes)
+}

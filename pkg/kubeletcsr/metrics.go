@@ -67,10 +67,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // denyCause is the cause label of a denial for why.
-func denyCause(why error, unread bool) string {
+func denyCause(why error) string {
 	var nv *NotVouched
+	var big *TooLarge
 	switch {
-	case unread:
+	case errors.As(why, &big):
 		return CauseSize
 	case errors.As(why, &nv):
 		return CauseUnvouched

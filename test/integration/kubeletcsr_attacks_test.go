@@ -234,6 +234,18 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 		}
 		return got == "Approved", nil
 	})
+	// A decision is counted just after it is written: wait for the counts
+	// to reach what the API server shows before the approver is stopped
+	// (a write in flight at the stop lands uncounted).
+	approved := 1 // later
+	for _, w := range want {
+		if w == "Approved" {
+			approved++
+		}
+	}
+	refused := len(want) - (approved - 1) - 1 // all but the approved and the size attack
+	waitCount(t, reg, "approved/", approved)
+	waitCount(t, reg, "denied/refused", refused)
 	cancel()
 	wg.Wait()
 
@@ -255,20 +267,15 @@ func TestKubeletServingApproverRefusesAnImpersonatingNode(t *testing.T) {
 		got := decision(t, cp.Client, name)
 		return strings.Contains(got, "the cluster's control-plane endpoint"), nil
 	})
+	waitCount(t, reg, "denied/refused", refused+1)
 	cancel()
 	wg.Wait()
 
 	// A count per decision, by cause: the size attack unread, the three
 	// that waited for a Machine unvouched, every other denial refused.
-	approved := 1 // later
-	for _, w := range want {
-		if w == "Approved" {
-			approved++
-		}
-	}
 	wantCounts := map[string]float64{
 		"approved/": float64(approved), "signed/": 0,
-		"denied/size": 1, "denied/unvouched": float64(len(waiting)), "denied/refused": float64(len(want) - (approved - 1) - 1 + 1), // + the endpoint's name
+		"denied/size": 1, "denied/unvouched": float64(len(waiting)), "denied/refused": float64(refused + 1), // + the endpoint's name
 	}
 	if got := decisionCounts(t, reg); !maps.Equal(got, wantCounts) {
 		t.Errorf("eksa_metrics_kubelet_serving_decisions_total %v, want %v", got, wantCounts)
@@ -351,4 +358,13 @@ func decisionCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// waitCount waits until decisionCounts(reg)[key] is n.
+func waitCount(t *testing.T, reg *prometheus.Registry, key string, n int) {
+	t.Helper()
+	framework.WaitFor(t, fmt.Sprintf("%d decisions %s counted", n, key), 30*time.Second, func() (bool, error) {
+		got := decisionCounts(t, reg)[key]
+		return got == float64(n), fmt.Errorf("%v counted", got)
+	})
 }
