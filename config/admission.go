@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -11,9 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
-	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
-	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
 // DefaultImagePrefixes are where the images the controller runs may come
@@ -106,7 +103,7 @@ func admissionPolicy(o Options, label map[string]string) []any {
 				rule(kubeadm.Group, []string{"kubeadmcontrolplanes"}),
 			}},
 			MatchConditions: []admissionv1.MatchCondition{{Name: "the-controller", Expression: fmt.Sprintf("request.userInfo.username == %q", user)}},
-			Validations:     validations(o),
+			Validations:     rules(o),
 		},
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
@@ -117,89 +114,6 @@ func admissionPolicy(o Options, label map[string]string) []any {
 	return []any{policy, binding}
 }
 
-func validations(o Options) []admissionv1.Validation {
-	ours := func(obj string) string {
-		return fmt.Sprintf("(has(%[1]s.metadata.labels) && %[2]q in %[1]s.metadata.labels && %[1]s.metadata.labels[%[2]q] == %[3]q)", obj, templates.ManagedByLabel, templates.Prefix)
-	}
-	is := func(resources ...string) string { return "request.resource.resource in " + celList(resources) }
-	kubeProxy := fmt.Sprintf("request.operation == 'UPDATE' && request.namespace == %q && request.name == %q", kubeproxy.Namespace, kubeproxy.Name)
-	sa := func(obj string) string {
-		return fmt.Sprintf("(has(%[1]s.spec.template.spec.serviceAccountName) ? %[1]s.spec.template.spec.serviceAccountName : (has(%[1]s.spec.template.spec.serviceAccount) ? %[1]s.spec.template.spec.serviceAccount : 'default'))", obj)
-	}
-	pod, oldPod := "object.spec.template.spec", "oldObject.spec.template.spec"
-	prefixes := append(slices.Clone(DefaultImagePrefixes), o.ImagePrefixes...)
-	allowedImage := func(c string) string {
-		return fmt.Sprintf("%s.image.matches(%q)", c, ImageRegexp(prefixes))
-	}
-	unprivileged := func(c string) string {
-		return fmt.Sprintf("(!has(%[1]s.securityContext) || ((!has(%[1]s.securityContext.privileged) || !%[1]s.securityContext.privileged) && "+
-			"(!has(%[1]s.securityContext.capabilities) || !has(%[1]s.securityContext.capabilities.add))))", c)
-	}
-	noHost := func(p string) string {
-		return fmt.Sprintf("(!has(%[1]s.hostPID) || !%[1]s.hostPID) && (!has(%[1]s.hostIPC) || !%[1]s.hostIPC)", p)
-	}
-	benignVolume := "(has(v.secret) || has(v.configMap) || has(v.projected))"
-	out := []admissionv1.Validation{
-		{Expression: fmt.Sprintf("!(%s) || (request.operation == 'CREATE' ? %s : (%s || (%s && (request.operation == 'DELETE' || %s))))",
-			is(owned...), ours("object"), kubeProxyException(kubeProxy, pod, oldPod), ours("oldObject"), ours("object")),
-			Message: "the eksa-metrics controller creates objects labelled " + templates.ManagedByLabel + "=" + templates.Prefix + " and changes or deletes only those (kube-proxy's ConfigMap and DaemonSet in kube-system excepted)"},
-		{Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || (request.name in %s && %s == %q && %s && (!has(%s.initContainers)) && (!has(%s.ephemeralContainers)) && %s.containers.all(c, %s && %s) && (!has(%s.volumes) || %s.volumes.all(v, %s)))",
-			is("daemonsets")+" && !("+kubeProxy+")", celList([]string{templates.ControlPlaneDS, templates.NodeDS}), sa("object"), templates.ProxySA,
-			noHost(pod), pod, pod, pod, allowedImage("c"), unprivileged("c"), pod, pod, benignVolume),
-			Message: fmt.Sprintf("the eksa-metrics controller may write only its proxy DaemonSets (%s, %s), as the ServiceAccount %s, from an image under %s, without privilege, host PID or IPC, init containers or host paths",
-				templates.ControlPlaneDS, templates.NodeDS, templates.ProxySA, strings.Join(prefixes, ", "))},
-		{Expression: fmt.Sprintf("!(%s) || (request.operation == 'UPDATE' && %s == %s && %s && %s && %s && %s && %s.containers.all(c, %s.containers.exists(p, p.name == c.name && p.image == c.image && %s) || (c.name == %q && %s && %s)) && (!has(%s.volumes) || %s.volumes.all(v, %s || (has(%s.volumes) && %s.volumes.exists(w, w == v)))))",
-			is("deployments"), sa("object"), sa("oldObject"), same(pod, oldPod, "hostNetwork"), same(pod, oldPod, "hostPID"), same(pod, oldPod, "hostIPC"),
-			same(pod, oldPod, "initContainers")+" && "+same(pod, oldPod, "ephemeralContainers"),
-			pod, oldPod, same("c", "p", "command")+" && "+same("c", "p", "env")+" && "+same("c", "p", "envFrom")+" && "+same("c", "p", "securityContext"), templates.SidecarName, allowedImage("c"), unprivileged("c"), pod, pod, benignVolume, oldPod, oldPod),
-			Message: "the eksa-metrics controller creates no Deployment and edits one only by adding its " + templates.SidecarName + " sidecar (an allowed image, without privilege), Secret, ConfigMap or projected volumes, and flags: every other container keeps its image, command, environment and security context, the pod its ServiceAccount, host settings and init containers"},
-		{Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || (request.name in %s && object.rules.all(r, !has(r.verbs) || r.verbs.all(v, v in ['get', 'list', 'watch'])) && object.rules.all(r, !has(r.resources) || r.resources.all(x, x in %s)))",
-			is("roles", "clusterroles"), celList([]string{templates.ReaderRole, templates.ZPageReaderRole, templates.DiscoveryRole}),
-			celList([]string{"nodes/metrics", "nodes/statusz", "nodes/configz", "endpointslices", "pods", "services"})),
-			Message: "the eksa-metrics controller may write only its reader and discovery roles, read-only, on metrics, z-pages and target discovery"},
-		{Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || (object.roleRef.name in %s && (!has(object.subjects) || object.subjects.all(s, !(s.name in %s) && !s.name.startsWith('system:serviceaccounts:'))))",
-			is("rolebindings", "clusterrolebindings"), celList([]string{templates.ReaderRole, templates.ZPageReaderRole, templates.DiscoveryRole, templates.AuthDelegator}),
-			celList(spec.EveryoneNames())),
-			Message: "the eksa-metrics controller may bind only its reader and discovery roles and system:auth-delegator, and never to a group that stands for everyone"},
-		{Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || has(object.spec.selfSigned) || (has(object.spec.ca) && object.spec.ca.secretName == %q)",
-			is("issuers", "clusterissuers"), templates.IssuerCA),
-			Message: "the eksa-metrics controller may write only a self-signed Issuer or one that signs from its own CA Secret " + templates.IssuerCA},
-		{Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || object.spec.issuerRef.name in %s",
-			is("certificates"), celList([]string{templates.SelfSignedIssuer, templates.CAIssuer})),
-			Message: "the eksa-metrics controller may write only Certificates that its own Issuers issue"},
-		{Expression: "!(" + is("packages") + ") || request.operation == 'DELETE' || object.spec.packageName == 'prometheus'",
-			Message: "the eksa-metrics controller may write only the prometheus Package"},
-		// A token Secret names the ServiceAccount whose token the token
-		// controller puts in it: the sidecar's, or (the management
-		// cluster's ServiceMonitors) the scraper's, in a monitoring
-		// namespace.
-		{Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || !has(object.type) || object.type != 'kubernetes.io/service-account-token' || (has(object.metadata.annotations) && 'kubernetes.io/service-account.name' in object.metadata.annotations && (object.metadata.annotations['kubernetes.io/service-account.name'] == %q || (request.name == %q && request.namespace in %s)))",
-			is("secrets"), templates.SidecarSA, templates.ScraperTokenSecret, celList(o.MonitoringNamespaces)),
-			Message: fmt.Sprintf("the eksa-metrics controller may write a ServiceAccount token Secret only for %s, or %s in a monitoring namespace (%s)", templates.SidecarSA, templates.ScraperTokenSecret, strings.Join(o.MonitoringNamespaces, ", "))},
-		{Expression: fmt.Sprintf("!(%s) || (request.operation == 'UPDATE' && %s && %s && %s)", is("kubeadmcontrolplanes"),
-			kcpUnchanged(),
-			fmt.Sprintf("(%s ? %s : (request.resource.version == 'v1beta2' && %s))", "request.resource.version == 'v1beta1'", extraArgsOnly(false), extraArgsOnly(true)),
-			annotationsOnly()),
-			Message: "the eksa-metrics controller may change a KubeadmControlPlane only in the extraArgs items it renders (" + strings.Join(kubeadm.FlagNames(), ", ") + ") and its annotations"},
-	}
-	return out
-}
-
-// kubeProxyException: an update of kube-proxy's ConfigMap changes only its
-// configuration file, one of its DaemonSet only the pod template's
-// annotations (a restart).
-func kubeProxyException(kubeProxy, pod, oldPod string) string {
-	cm := fmt.Sprintf("(request.resource.resource == 'configmaps' && (!has(object.binaryData) && !has(oldObject.binaryData) || has(object.binaryData) && has(oldObject.binaryData) && object.binaryData == oldObject.binaryData) && "+
-		"object.data.all(k, k == %[1]q || (k in oldObject.data && oldObject.data[k] == object.data[k])) && oldObject.data.all(k, k == %[1]q || k in object.data))", kubeproxy.Key)
-	ds := fmt.Sprintf("(request.resource.resource == 'daemonsets' && %s == %s && object.spec.selector == oldObject.spec.selector)", pod, oldPod)
-	return fmt.Sprintf("(%s && (%s || %s))", kubeProxy, cm, ds)
-}
-
-// same: a field is set on both or neither, and equal.
-func same(a, b, field string) string {
-	return fmt.Sprintf("(has(%[1]s.%[3]s) == has(%[2]s.%[3]s) && (!has(%[1]s.%[3]s) || %[1]s.%[3]s == %[2]s.%[3]s))", a, b, field)
-}
-
 // hasPath: every step of a path is set.
 func hasPath(root string, path []string) string {
 	var parts []string
@@ -207,67 +121,6 @@ func hasPath(root string, path []string) string {
 		parts = append(parts, "has("+root+"."+strings.Join(path[:i+1], ".")+")")
 	}
 	return "(" + strings.Join(parts, " && ") + ")"
-}
-
-// samePath: a nested field is set on both objects or neither, and equal.
-func samePath(path []string) string {
-	p := strings.Join(path, ".")
-	return fmt.Sprintf("(%[1]s == %[2]s && (!%[1]s || object.%[3]s == oldObject.%[3]s))", hasPath("object", path), hasPath("oldObject", path), p)
-}
-
-// kcpFields are the fields of a KubeadmControlPlane's spec, in v1beta1 and
-// v1beta2 alike, that say what runs on the control-plane machines and how
-// many there are (everything but extraArgs that matters: commands, files,
-// users, the machine template, volumes, images, the version).
-var kcpFields = func() [][]string {
-	out := [][]string{{"spec", "replicas"}, {"spec", "version"}, {"spec", "machineTemplate"}}
-	for _, f := range []string{"files", "preKubeadmCommands", "postKubeadmCommands", "users", "initConfiguration", "joinConfiguration", "format", "mounts", "diskSetup", "ntp"} {
-		out = append(out, []string{"spec", "kubeadmConfigSpec", f})
-	}
-	for _, f := range []string{"imageRepository", "dns", "featureGates", "etcd.external", "etcd.local.dataDir", "etcd.local.imageRepository", "etcd.local.imageTag",
-		"apiServer.certSANs", "apiServer.extraVolumes", "controllerManager.extraVolumes", "scheduler.extraVolumes"} {
-		out = append(out, append([]string{"spec", "kubeadmConfigSpec", "clusterConfiguration"}, strings.Split(f, ".")...))
-	}
-	return out
-}()
-
-// kcpUnchanged: those fields are as they were.
-func kcpUnchanged() string {
-	var parts []string
-	for _, f := range kcpFields {
-		parts = append(parts, samePath(f))
-	}
-	return "(" + strings.Join(parts, " && ") + ")"
-}
-
-// extraArgsOnly: items of each component's extraArgs come and go, or change
-// value, only when eksa-metrics renders that flag (v1beta2: a list of name
-// and value; v1beta1: a map).
-func extraArgsOnly(list bool) string {
-	var parts []string
-	for _, comp := range kubeadm.Components() {
-		path := append([]string{"spec", "kubeadmConfigSpec", "clusterConfiguration"}, comp.Path()...)
-		p := strings.Join(path, ".")
-		allowed := celList(kubeadm.Flags[comp])
-		hasNew, hasOld := hasPath("object", path), hasPath("oldObject", path)
-		if list {
-			parts = append(parts, fmt.Sprintf("(!%[1]s || object.%[3]s.all(a, a.name in %[4]s || (%[2]s && oldObject.%[3]s.exists(b, b.name == a.name && b.value == a.value)))) && "+
-				"(!%[2]s || oldObject.%[3]s.all(b, b.name in %[4]s || (%[1]s && object.%[3]s.exists(a, a.name == b.name && a.value == b.value))))", hasNew, hasOld, p, allowed))
-		} else {
-			parts = append(parts, fmt.Sprintf("(!%[1]s || object.%[3]s.all(k, k in %[4]s || (%[2]s && k in oldObject.%[3]s && oldObject.%[3]s[k] == object.%[3]s[k]))) && "+
-				"(!%[2]s || oldObject.%[3]s.all(k, k in %[4]s || (%[1]s && k in object.%[3]s)))", hasNew, hasOld, p, allowed))
-		}
-	}
-	return "(" + strings.Join(parts, " && ") + ")"
-}
-
-// annotationsOnly: the labels stay; annotations change only in
-// eksa-metrics' own keys and the GitOps tools' do-not-prune marks.
-func annotationsOnly() string {
-	mine := fmt.Sprintf("(k.startsWith('metrics.anywhere.eks.amazonaws.com/') || k in %s)", celList([]string{kubeadm.FluxPruneAnnotation, kubeadm.ArgoSyncOptionsAnnotation}))
-	return fmt.Sprintf("%s && (!has(object.metadata.annotations) || object.metadata.annotations.all(k, %[2]s || (has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k]))) && "+
-		"(!has(oldObject.metadata.annotations) || oldObject.metadata.annotations.all(k, %[2]s || (has(object.metadata.annotations) && k in object.metadata.annotations)))",
-		same("object.metadata", "oldObject.metadata", "labels"), mine)
 }
 
 func celList(items []string) string {

@@ -177,7 +177,7 @@ func (c *Cluster) kubeProxyStep(ctx context.Context, addr *string) (*Step, error
 		if err != nil || dryRun || !restart {
 			return err
 		}
-		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"eksa-metrics/restartedAt":%q}}}}}`, time.Now().UTC().Format(time.RFC3339))
+		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, templates.RestartAnnotation, time.Now().UTC().Format(time.RFC3339))
 		_, err = c.Core.AppsV1().DaemonSets(kubeproxy.Namespace).Patch(ctx, kubeproxy.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: FieldManager})
 		if apierrors.IsNotFound(err) {
 			return nil // no kube-proxy DaemonSet (e.g. a kube-proxy replacement): the ConfigMap is all there is

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 )
 
@@ -87,6 +88,35 @@ var Flags = map[Component][]string{
 	Scheduler:         {"bind-address", "authentication-kubeconfig", "authorization-kubeconfig", "tls-min-version", FeatureGates},
 	Etcd:              {"listen-metrics-urls", "metrics"},
 }
+
+// Values are the values the render gives a flag of Flags (feature-gates
+// aside: its value merges the z-page gates, ZPageGates, into the gates EKS-A
+// has), and the loopback defaults a flag's removal gives back: the admission
+// policy admits no other value from eksa-metrics' controller.
+func Values(comp Component, name string) []string {
+	switch name {
+	case "bind-address":
+		return []string{"0.0.0.0", "127.0.0.1"}
+	case "authentication-kubeconfig", "authorization-kubeconfig":
+		return []string{Kubeconfig[comp]}
+	case "tls-min-version":
+		return []string{metricsv1alpha1.TLS12, metricsv1alpha1.TLS13}
+	case "listen-metrics-urls":
+		return []string{"http://0.0.0.0:2381", "http://127.0.0.1:2381"}
+	case "metrics":
+		return []string{string(metricsv1alpha1.EtcdMetricsBasic), string(metricsv1alpha1.EtcdMetricsExtensive)}
+	}
+	for _, it := range signingItems() {
+		if it.Name == name {
+			return []string{it.Value}
+		}
+	}
+	return nil
+}
+
+// ZPageGates are the gates eksa-metrics merges into feature-gates, each as
+// the render writes it.
+func ZPageGates() []string { return []string{GateStatusz + "=true", GateFlagz + "=true"} }
 
 // FlagNames are the names of Flags, sorted, each once.
 func FlagNames() []string {

