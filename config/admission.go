@@ -101,6 +101,7 @@ func admissionPolicy(o Options, label map[string]string) []any {
 				rule("packages.eks.amazonaws.com", []string{"packages"}),
 				rule("cert-manager.io", []string{"certificates", "issuers", "clusterissuers"}),
 				rule(kubeadm.Group, []string{"kubeadmcontrolplanes"}),
+				rule("events.k8s.io", []string{"events"}),
 			}},
 			MatchConditions: []admissionv1.MatchCondition{{Name: "the-controller", Expression: fmt.Sprintf("request.userInfo.username == %q", user)}},
 			Validations:     rules(o),

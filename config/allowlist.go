@@ -9,6 +9,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 
+	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeadm"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
@@ -55,7 +56,20 @@ func rules(o Options) []admissionv1.Validation {
 		secrets(o),
 		packages(),
 		kubeadmControlPlanes(),
+		events(o),
 	}
+}
+
+// events: what the controller reports is about a MetricsConfig (and the
+// Cluster an apply was of), in its namespace, as eksa-metrics' controller;
+// its own namespace has its leader election's.
+func events(o Options) admissionv1.Validation {
+	return admissionv1.Validation{
+		Expression: fmt.Sprintf("!(request.resource.group == 'events.k8s.io' && %s) || request.operation == 'DELETE' || request.namespace == %q || "+
+			"(has(object.regarding) && has(object.regarding.kind) && object.regarding.kind == 'MetricsConfig' && has(object.regarding.apiVersion) && object.regarding.apiVersion.startsWith(%q) && "+
+			"has(object.regarding.namespace) && object.regarding.namespace == request.namespace && (!has(object.related) || (has(object.related.kind) && object.related.kind == 'Cluster')) && has(object.reportingController) && object.reportingController == %q)",
+			is("events"), o.Namespace, metricsv1alpha1.GroupVersion.Group+"/", ControllerName),
+		Message: "the eksa-metrics controller may report events only about a MetricsConfig, in its namespace, as " + ControllerName}
 }
 
 // allow holds what the rules of created pods allow.

@@ -21,6 +21,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -553,6 +554,12 @@ func allowlistAttacks(ctx context.Context, t *testing.T, f *fleet, as *kubernete
 			"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": md("eksa-metrics-etcd-serving"),
 			"spec": map[string]any{"secretName": "eksa-metrics-etcd-serving", "dnsNames": []any{"kubernetes.default.svc"},
 				"issuerRef": templates.IssuerRef(templates.CAIssuer)}})},
+		{"a Warning event about a kube-system Pod as the kubelet", func() error {
+			_, err := as.EventsV1().Events("kube-system").Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, EventTime: metav1.NowMicro(),
+				Type: corev1.EventTypeWarning, Reason: "Failed", Action: "Pull", Note: "pull image registry.example/fix:1 to repair", ReportingController: "kubelet", ReportingInstance: "node-1",
+				Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "kube-system", Name: "etcd-node-1"}}, dry)
+			return err
+		}},
 		{"a ClusterIssuer", func() error {
 			_, err := dyn.Resource(schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "clusterissuers"}).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": md(templates.SelfSignedIssuer), "spec": map[string]any{"selfSigned": map[string]any{}}}}, dry)
