@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
@@ -81,5 +82,24 @@ func TestManifestsLimitTheControllersEgress(t *testing.T) {
 	}
 	if !found {
 		t.Error("controller manifests print no NetworkPolicy")
+	}
+}
+
+// The API server parses a CEL expression of at most 100,000 code points
+// (cel-go v0.29.2 parser/parser.go:69-70, the default Kubernetes keeps),
+// and kubectl's client-side apply keeps the whole policy in a 256 KiB
+// annotation: the allowlist stays well inside both, so that a new flag or
+// kind is caught here rather than by a refused install.
+func TestAdmissionPolicyFitsTheAPIServer(t *testing.T) {
+	o := Options{Namespace: DefaultNamespace, MonitoringNamespaces: []string{"monitoring", "observability"}, ImagePrefixes: []string{"mirror.example:5000/eks/"}}
+	total := 0
+	for _, v := range rules(o) {
+		if n := utf8.RuneCountInString(v.Expression); n > 75_000 {
+			t.Errorf("%d code points (limit 100,000): %s", n, v.Message)
+		}
+		total += len(v.Expression) + len(v.Message)
+	}
+	if total > 192<<10 {
+		t.Errorf("the validations take %d bytes; kubectl apply keeps the object in a 256 KiB annotation", total)
 	}
 }
