@@ -90,23 +90,17 @@ func BuildWith(o Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, tag, digest := splitImage(o.Image)
-	overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %q\nresources: [../base]\nimages:\n- name: %q\n  newName: %q\n",
-		o.Namespace, ImageRepository, name)
-	switch {
-	case digest != "":
-		overlay += fmt.Sprintf("  digest: %q\n", digest)
-	case tag != "":
-		overlay += fmt.Sprintf("  newTag: %q\n", tag)
+	// The image exactly as given: kustomize's images transformer keeps the
+	// base's tag when a reference has none, and so would install a tag
+	// nobody named.
+	overlay := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: %q\nresources: [../base]\n"+
+		"patches:\n- target: {kind: Deployment, name: %s}\n  patch: |\n    - {op: replace, path: /spec/template/spec/containers/0/image, value: %q}\n",
+		o.Namespace, ControllerName, o.Image)
+	for _, a := range o.Args {
+		overlay += fmt.Sprintf("    - {op: add, path: /spec/template/spec/containers/0/args/-, value: %q}\n", a)
 	}
-	if len(o.Args) > 0 || o.MetricsCertificates != CertificatesNone {
-		overlay += "patches:\n- target: {kind: Deployment, name: " + ControllerName + "}\n  patch: |\n"
-		for _, a := range o.Args {
-			overlay += fmt.Sprintf("    - {op: add, path: /spec/template/spec/containers/0/args/-, value: %q}\n", a)
-		}
-		if o.MetricsCertificates != CertificatesNone {
-			overlay += metricsCertificatePatch()
-		}
+	if o.MetricsCertificates != CertificatesNone {
+		overlay += metricsCertificatePatch()
 	}
 	if err := mem.WriteFile("/overlay/kustomization.yaml", []byte(overlay)); err != nil {
 		return nil, err
@@ -169,13 +163,4 @@ func addShards(out []byte, shards []string) ([]byte, error) {
 		out = append(append(out, "---\n"...), b...)
 	}
 	return out, nil
-}
-
-// splitImage splits repository[:tag][@digest].
-func splitImage(image string) (name, tag, digest string) {
-	name, digest, _ = strings.Cut(image, "@")
-	if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") {
-		name, tag = name[:i], name[i+1:]
-	}
-	return name, tag, digest
 }

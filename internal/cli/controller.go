@@ -377,7 +377,8 @@ policy flags are passed on to the controller's arguments.`,
 			if image == "" {
 				return usageErrorf("--image is required: %s", noImage())
 			}
-			if problem, _ := spec.ImageProblems(image); problem != "" {
+			problem, imageWarning := spec.ImageProblems(image)
+			if problem != "" {
 				return usageErrorf("--image %q %s", image, problem)
 			}
 			if _, err := o.policy(); err != nil {
@@ -440,6 +441,12 @@ policy flags are passed on to the controller's arguments.`,
 			}
 			if _, err = f.IOStreams.Out.Write(out); err != nil {
 				return err
+			}
+			if imageWarning != "" {
+				// As the spec's images get: the controller and every kubelet approver run it.
+				if _, err = fmt.Fprintf(f.IOStreams.ErrOut, "warning: --image %q %s\n", image, imageWarning); err != nil {
+					return err
+				}
 			}
 			if withoutPolicy {
 				if _, err = fmt.Fprintf(f.IOStreams.ErrOut, "warning: Kubernetes %s serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later do), so the admission policy is left out: the controller's writes are held by its RBAC only (it could then change objects it did not create in the namespaces its Roles name, run images from anywhere and bind roles it holds); upgrade the management cluster to 1.30 or later and print the manifests again\n", kubeVersion); err != nil {

@@ -20,6 +20,17 @@ func TestControllerManifestsFlags(t *testing.T) {
 	if code, _, stderr := run(t, "", "controller", "manifests", "--image", "registry.example/eksa-metrics:v0.1.0"); code != 0 || !strings.Contains(stderr, "without --management-cluster, no Cluster is the management cluster") {
 		t.Errorf("without --management-cluster: exit %d, %q", code, stderr)
 	}
+	// An image that is not pinned is written, with the warning the spec's
+	// images get.
+	for image, want := range map[string]string{
+		"registry.example/eksa-metrics:latest": "uses the mutable tag latest",
+		"registry.example/eksa-metrics":        "has no tag",
+	} {
+		code, out, stderr := run(t, "", "controller", "manifests", "--image", image, "--management-cluster", "default/mgmt")
+		if code != 0 || !strings.Contains(out, "image: "+image+"\n") || !strings.Contains(stderr, "warning: --image \""+image+"\" "+want) {
+			t.Errorf("--image %s: exit %d, stderr %q, want the manifests and a warning %q", image, code, stderr, want)
+		}
+	}
 	for _, doc := range strings.Split(out, "\n---\n") {
 		var obj struct {
 			Kind     string
