@@ -115,6 +115,7 @@ func (d *decoder) value(n *yaml.Node, rv reflect.Value, path *field.Path) {
 			return
 		}
 		rv.Set(reflect.ValueOf(&x).Elem())
+		d.indexLines(n, path)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.fail(n.Line, field.TypeInvalid(path, shortValue(n), "must be a string"))
@@ -141,6 +142,34 @@ func (d *decoder) value(n *yaml.Node, rv reflect.Value, path *field.Path) {
 		rv.SetInt(int64(i))
 	default:
 		panic(fmt.Sprintf("spec: no decoder for %s", rv.Type()))
+	}
+}
+
+// indexLines remembers the line of every field below a value decoded
+// as a whole (an embedded object such as a kubeletConfiguration), so that a
+// problem of one of its fields points at that field's line, not its parent's.
+func (d *decoder) indexLines(n *yaml.Node, path *field.Path) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				continue
+			}
+			child := path.Child(k.Value)
+			if _, seen := d.lines[child.String()]; !seen {
+				d.lines[child.String()] = k.Line
+			}
+			d.indexLines(v, child)
+		}
+	case yaml.SequenceNode:
+		for i, item := range n.Content {
+			child := path.Index(i)
+			if _, seen := d.lines[child.String()]; !seen {
+				d.lines[child.String()] = item.Line
+			}
+			d.indexLines(item, child)
+		}
 	}
 }
 
@@ -216,6 +245,11 @@ func (d *decoder) mapValue(n *yaml.Node, rv reflect.Value, path *field.Path) {
 		if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
 			d.fail(k.Line, field.Duplicate(child, "key set twice"))
 			continue
+		}
+		// A key is also found as a field: a problem may name an object's
+		// field by either form (kubeletConfiguration.serverTLSBootstrap).
+		if f := path.Child(k.Value).String(); d.lines[f] == 0 {
+			d.lines[f] = k.Line
 		}
 		ev := reflect.New(rv.Type().Elem()).Elem()
 		d.value(v, ev, child)

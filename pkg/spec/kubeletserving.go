@@ -89,8 +89,9 @@ func validateKubeletServing(in *Input, c *Config, root *field.Path, mErrs, cErrs
 	case in.Resource:
 		refuse("the controller runs without --eksa-metrics-image, so it has no image for the kubelet approver: install it with controller manifests, which passes its own --image")
 	default:
-		*mErrs = append(*mErrs, field.Required(root.Child("images", "eksaMetrics"),
-			"the kubelet serving-certificate approver runs the eksa-metrics image, and this eksa-metrics is not a release build, so it has no published image: build one with make image, push it and name it here"))
+		// At the line that asks for the approver: images.eksaMetrics is
+		// not written, so it has no line of its own.
+		refuse("needs images.eksaMetrics: the kubelet serving-certificate approver runs the eksa-metrics image, and this eksa-metrics is not a release build, so it has no published image: build one with make image, push it and name it in images.eksaMetrics")
 	}
 	// The approver refuses the Service ranges' addresses in a kubelet's
 	// certificate: a range it cannot parse would be a range it cannot refuse.

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -127,7 +128,7 @@ func TestKubeletServingCertificatesRefusals(t *testing.T) {
 		{"snow", "VSphereDatacenterConfig", "SnowDatacenterConfig", "Snow provider does not apply kubeletConfiguration"},
 		{"bottlerocket", "spec: {osFamily: ubuntu}", "spec: {osFamily: bottlerocket}", "control plane runs Bottlerocket"},
 		{"explicit false", "maxPods: 80", "maxPods: 80\n        serverTLSBootstrap: false", "needs it true"},
-		{"no image", "    images: {eksaMetrics: registry.example/eksa-metrics:v0.1.0}\n", "", "images.eksaMetrics: Required value"},
+		{"no image", "    images: {eksaMetrics: registry.example/eksa-metrics:v0.1.0}\n", "", "kubeletServingCertificates: Invalid value: true: needs images.eksaMetrics"},
 		{"docker labels", "VSphereDatacenterConfig", "DockerDatacenterConfig", "node labels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,6 +146,22 @@ func TestKubeletServingCertificatesRefusals(t *testing.T) {
 			_, err = f.Locate(errs)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("want an error with %q, got %v", tc.want, err)
+			}
+			// At the line of the field it is about, not its parent's.
+			at := "kubeletServingCertificates: true"
+			if tc.name == "explicit false" {
+				at = "serverTLSBootstrap: false"
+			}
+			var ie *InvalidError
+			if !errors.As(err, &ie) {
+				t.Fatalf("%T", err)
+			}
+			for _, p := range ie.Problems {
+				if strings.Contains(p.Detail, tc.want) || strings.Contains(p.String(), tc.want) {
+					if lines := strings.Split(raw, "\n"); p.Line < 1 || !strings.Contains(lines[p.Line-1], at) {
+						t.Errorf("%s is reported at line %d, not at %q", p.Field, p.Line, at)
+					}
+				}
 			}
 		})
 	}
