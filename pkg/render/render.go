@@ -4,6 +4,7 @@
 package render
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -155,10 +156,35 @@ func Render(in *spec.Input, opts spec.Options) (*Result, error) {
 		}
 	}
 	sortObjects(r.Objects)
+	if errs := r.sizeIssues(in); len(errs) > 0 {
+		return nil, &spec.FieldError{Issues: errs}
+	}
 	r.Issues = append(r.Issues, r.mirrorIssues(in)...)
 	r.Issues = append(r.Issues, excludeIssues(in, cfg)...)
 	r.Issues = append(r.Issues, r.scrapeIssues(in)...)
 	return r, nil
+}
+
+// MaxObjectBytes is the largest object an API server can store: etcd's
+// default request limit (--max-request-bytes, DefaultMaxRequestBytes = 1.5
+// MiB in go.etcd.io/etcd/server/v3 embed/config.go), below kube-apiserver's
+// own 3 MiB request limit; the API server adds managedFields on top.
+const MaxObjectBytes = 1536 << 10
+
+// sizeIssues refuses offline a render whose object no API server would
+// store, instead of an apply that fails half-way.
+func (r *Result) sizeIssues(in *spec.Input) spec.Issues {
+	var out spec.Issues
+	for _, o := range r.Objects {
+		b, err := json.Marshal(o.Object)
+		if err != nil || len(b) <= MaxObjectBytes {
+			continue
+		}
+		out = append(out, spec.Issue{Doc: spec.DocMetrics, Field: in.MetricsRoot().String(), Detail: fmt.Sprintf(
+			"%s would be %d bytes, more than the %d an API server stores (etcd's request limit): it is built from this spec (labels, jobs and rules are copied into it); make them smaller",
+			o, len(b), MaxObjectBytes)})
+	}
+	return out
 }
 
 // excludeIssues: an exclude that names no Deployment eksa-metrics would

@@ -2,6 +2,8 @@ package render_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -214,4 +216,37 @@ func TestGoldenCertManager(t *testing.T) {
 		t.Errorf("cert-manager changes more than it adds (%s)", strings.Join(added, ", "))
 	}
 	testutil.Golden(t, filepath.Join("testdata", "golden", "docker.cert-manager.yaml"), buf.Bytes())
+}
+
+// A spec whose render makes an object larger than an API server stores is
+// refused offline, naming the object and its size, instead of failing at
+// apply after the objects before it were written.
+func TestRenderRefusesAnObjectNoAPIServerStores(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/vsphere-management.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels strings.Builder
+	labels.WriteString("    labels:\n")
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(&labels, "      team.example.com/l%05d: %s\n", i, strings.Repeat("v", 63))
+	}
+	text := strings.Replace(string(raw), "  scrapeConfig:\n", "  scrapeConfig:\n"+labels.String(), 1)
+	if text == string(raw) {
+		t.Fatal("the example has no scrapeConfig section")
+	}
+	f, err := spec.Load("big.yaml", strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = render.RenderFile(f, spec.Options{})
+	var ie *spec.InvalidError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "ServiceMonitor") || !strings.Contains(err.Error(), "more than the 1572864 an API server stores") {
+		t.Fatalf("want the ServiceMonitors refused by size, got %v", err)
+	}
+	if ie.Problems[0].File != "big.yaml" || ie.Problems[0].Line == 0 {
+		t.Errorf("not located: %+v", ie.Problems[0])
+	}
+	// The example as it is renders (the test can fail).
+	renderBytes(t, "vsphere-management.yaml", raw, spec.Options{})
 }
