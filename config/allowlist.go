@@ -31,7 +31,8 @@ import (
 func rules(o Options) []admissionv1.Validation {
 	prefixes := append(slices.Clone(DefaultImagePrefixes), o.ImagePrefixes...)
 	a := allow{images: ImageRegexp(prefixes), prefixes: prefixes}
-	kubeProxy := fmt.Sprintf("request.namespace == %q && request.name in %s", kubeproxy.Namespace, celList([]string{kubeproxy.Name, "kube-proxy"}))
+	// kube-proxy's ConfigMap and DaemonSet share the name.
+	kubeProxy := fmt.Sprintf("request.namespace == %q && request.name == %q", kubeproxy.Namespace, kubeproxy.Name)
 	return []admissionv1.Validation{
 		{Expression: fmt.Sprintf("!(%s) || (request.operation == 'CREATE' ? %s : ((request.operation == 'UPDATE' && %s && %s) || (%s && (request.operation == 'DELETE' || %s))))",
 			is(owned...), ours("object"), kubeProxy, is("configmaps", "daemonsets"), ours("oldObject"), ours("object")),
@@ -114,7 +115,21 @@ func argsMatch(c string, patterns ...string) string {
 var (
 	tlsVersion  = "VersionTLS1[23]"
 	servingFile = regexp.QuoteMeta(templates.ServingDirRoot) + "[a-z0-9-]+/tls\\.(crt|key)"
+	// servingFlags are kube-rbac-proxy's flags of a serving certificate.
+	servingFlags = `--tls-(cert|private-key)-file=` + servingFile
 )
+
+// readOnlyMount: the volume mount m has a name, a path and readOnly: true,
+// nothing else.
+func readOnlyMount(m string) string {
+	return fmt.Sprintf("(%[2]s && has(%[1]s.readOnly) && %[1]s.readOnly)", m, onlyKeys(m, "name", "mountPath", "readOnly"))
+}
+
+// servingSecret: the Secret name x is a serving certificate's of
+// eksa-metrics (templates.ServingSecret).
+func servingSecret(x string) string {
+	return fmt.Sprintf("(%[1]s.startsWith(%[2]q) && %[1]s.endsWith('-serving'))", x, templates.Prefix+"-")
+}
 
 // proxyPorts are the ports the proxy DaemonSets serve: the catalog's
 // proxied components.
@@ -139,17 +154,17 @@ func (a allow) daemonSets(kubeProxy string) admissionv1.Validation {
 		hardened("c"),
 		fmt.Sprintf("(!has(c.command) || c.command == %s)", celList(templates.HAProxyCommand())),
 		argsMatch("c", `--secure-listen-address=\$\(`+templates.NodeIPEnv+`\):`+ports, `--upstream=http://127\.0\.0\.1:`+ports+`/`,
-			`--allow-paths=/[a-z/]+(,/[a-z/]+)*`, `--tls-min-version=`+tlsVersion, `--tls-(cert|private-key)-file=`+servingFile),
+			`--allow-paths=/[a-z/]+(,/[a-z/]+)*`, `--tls-min-version=`+tlsVersion, servingFlags),
 		fmt.Sprintf("(!has(c.env) || c.env.all(v, %s && v.name == %q && has(v.valueFrom) && %s && has(v.valueFrom.fieldRef) && v.valueFrom.fieldRef.fieldPath == 'status.hostIP'))",
 			onlyKeys("v", "name", "valueFrom"), templates.NodeIPEnv, onlyKeys("v.valueFrom", "fieldRef")),
 		fmt.Sprintf("(!has(c.ports) || c.ports.all(p, %s && string(p.containerPort).matches(%q) && (!has(p.hostPort) || p.hostPort == p.containerPort)))",
 			onlyKeys("p", "name", "containerPort", "protocol", "hostPort"), "^"+ports+"$"),
-		fmt.Sprintf("(!has(c.volumeMounts) || c.volumeMounts.all(m, %s && has(m.readOnly) && m.readOnly && (m.mountPath in %s || m.mountPath.startsWith(%q))))",
-			onlyKeys("m", "name", "mountPath", "readOnly"), celList([]string{templates.HAProxyCfgDir, templates.ServiceAccountDir}), templates.ServingDirRoot),
+		fmt.Sprintf("(!has(c.volumeMounts) || c.volumeMounts.all(m, %s && (m.mountPath in %s || m.mountPath.startsWith(%q))))",
+			readOnlyMount("m"), celList([]string{templates.HAProxyCfgDir, templates.ServiceAccountDir}), templates.ServingDirRoot),
 	}, " && ") + ")"
-	volume := fmt.Sprintf("(%s && (has(v.configMap) ? v.configMap.name == %q : (has(v.secret) ? (v.secret.secretName.startsWith(%q) && v.secret.secretName.endsWith('-serving')) : "+
+	volume := fmt.Sprintf("(%s && (has(v.configMap) ? v.configMap.name == %q : (has(v.secret) ? %s : "+
 		"(has(v.projected) && v.projected.sources.all(s, has(s.serviceAccountToken) || has(s.downwardAPI) || (has(s.configMap) && s.configMap.name == 'kube-root-ca.crt'))))))",
-		onlyKeys("v", "name", "configMap", "secret", "projected"), templates.ControlPlaneDS, templates.Prefix+"-")
+		onlyKeys("v", "name", "configMap", "secret", "projected"), templates.ControlPlaneDS, servingSecret("v.secret.secretName"))
 	expr := strings.Join([]string{
 		fmt.Sprintf("request.name in %s", celList([]string{templates.ControlPlaneDS, templates.NodeDS})),
 		onlyKeys("object.spec", "selector", "template", "updateStrategy", "revisionHistoryLimit"),
@@ -265,11 +280,11 @@ func (a allow) deployments() admissionv1.Validation {
 			fmt.Sprintf("%s.image.matches(%q)", c, a.images),
 			hardened(c),
 			argsMatch(c, regexp.QuoteMeta(fmt.Sprintf("--secure-listen-address=0.0.0.0:%d", components.MetricsPort)), `--upstream=http://127\.0\.0\.1:[0-9]+/`,
-				`--allow-paths=/metrics`, `--tls-min-version=`+tlsVersion, `--tls-(cert|private-key)-file=`+servingFile),
+				`--allow-paths=/metrics`, `--tls-min-version=`+tlsVersion, servingFlags),
 			fmt.Sprintf("(!has(%[1]s.ports) || %[1]s.ports.all(p, %[2]s && p.containerPort == %[3]d))", c, onlyKeys("p", "name", "containerPort", "protocol"), components.MetricsPort),
 			hasTokenMount(c),
-			fmt.Sprintf("%s.volumeMounts.all(m, %s && has(m.readOnly) && m.readOnly && ((m.name == %q && m.mountPath == %q) || (m.name == %q && m.mountPath.startsWith(%q))))",
-				c, onlyKeys("m", "name", "mountPath", "readOnly"), templates.SidecarTokenVolume, templates.ServiceAccountDir, templates.ServingVolume, templates.ServingDirRoot),
+			fmt.Sprintf("%s.volumeMounts.all(m, %s && ((m.name == %q && m.mountPath == %q) || (m.name == %q && m.mountPath.startsWith(%q))))",
+				c, readOnlyMount("m"), templates.SidecarTokenVolume, templates.ServiceAccountDir, templates.ServingVolume, templates.ServingDirRoot),
 		}, " && ") + ")"
 	}
 	// An edited container: its flags change only in managementFlags, each
@@ -282,11 +297,11 @@ func (a allow) deployments() admissionv1.Validation {
 	}
 	mounts := func(c, p string) string {
 		list := func(x string) string { return fmt.Sprintf("(has(%[1]s.volumeMounts) ? %[1]s.volumeMounts : [])", x) }
-		return fmt.Sprintf("%[1]s.all(m, m in %[2]s || (m.name == %[3]q && %[4]s && has(m.readOnly) && m.readOnly && (m.mountPath == %[5]q || m.mountPath.startsWith(%[6]q)))) && %[2]s.all(m, m in %[1]s || m.name == %[3]q)",
-			list(c), list(p), templates.ServingVolume, onlyKeys("m", "name", "mountPath", "readOnly"), components.ControllerRuntimeCertDir, templates.ServingDirRoot)
+		return fmt.Sprintf("%[1]s.all(m, m in %[2]s || (m.name == %[3]q && %[4]s && (m.mountPath == %[5]q || m.mountPath.startsWith(%[6]q)))) && %[2]s.all(m, m in %[1]s || m.name == %[3]q)",
+			list(c), list(p), templates.ServingVolume, readOnlyMount("m"), components.ControllerRuntimeCertDir, templates.ServingDirRoot)
 	}
-	volume := fmt.Sprintf("(%s && has(v.secret) && %s && has(v.secret.defaultMode) && v.secret.defaultMode == 292 && (v.name == %q ? v.secret.secretName == %q : (v.secret.secretName.startsWith(%q) && v.secret.secretName.endsWith('-serving'))))",
-		onlyKeys("v", "name", "secret"), onlyKeys("v.secret", "secretName", "defaultMode", "optional"), templates.SidecarTokenVolume, templates.SidecarTokenSecret, templates.Prefix+"-")
+	volume := fmt.Sprintf("(%s && has(v.secret) && %s && has(v.secret.defaultMode) && v.secret.defaultMode == 292 && (v.name == %q ? v.secret.secretName == %q : %s))",
+		onlyKeys("v", "name", "secret"), onlyKeys("v.secret", "secretName", "defaultMode", "optional"), templates.SidecarTokenVolume, templates.SidecarTokenSecret, servingSecret("v.secret.secretName"))
 	pod, oldPod := "object.spec.template.spec", "oldObject.spec.template.spec"
 	p := part{nested: map[string]part{
 		"metadata": objectMeta("$k == " + celQuote(templates.EditRecordAnnotation)),

@@ -20,21 +20,9 @@ type part struct {
 	free []string
 	// nested fields are owned below: compared with their own part.
 	nested map[string]part
-	// lists are list fields whose items, keyed by name, are owned below.
-	lists map[string]namedList
 	// key is a CEL predicate on k: a key of this map (annotations, data)
 	// that is owned whole.
 	key string
-}
-
-// namedList is a list of items with a name (containers, volumes).
-type namedList struct {
-	// owned is a CEL predicate on the item e: an item that is wholly
-	// eksa-metrics' own (its content checked by other rules), which may
-	// come and go.
-	owned func(e string) string
-	// item is what eksa-metrics owns of an item that is not its own.
-	item part
 }
 
 // unchangedBut is a CEL expression: o and old are equal but in the owned
@@ -62,15 +50,6 @@ func (w *celWriter) unchangedBut(o, old string, p part) string {
 		parts = append(parts, fmt.Sprintf("(has(%[1]s) && has(%[2]s) ? %[3]s : ((!has(%[1]s) || %[4]s) && (!has(%[2]s) || %[5]s)))",
 			co, cold, w.unchangedBut(co, cold, child), w.onlyOwned(co, child), w.onlyOwned(cold, child)))
 	}
-	for _, name := range slices.Sorted(maps.Keys(p.lists)) {
-		l := p.lists[name]
-		co, cold := o+"."+name, old+"."+name
-		e, f := w.v("e"), w.v("f")
-		parts = append(parts, fmt.Sprintf("(!has(%[1]s) || %[1]s.all(%[3]s, %[5]s || (has(%[2]s) && %[2]s.exists(%[4]s, %[4]s.name == %[3]s.name && %[6]s))))",
-			co, cold, e, f, l.owned(e), w.unchangedBut(e, f, l.item)))
-		parts = append(parts, fmt.Sprintf("(!has(%[2]s) || %[2]s.all(%[4]s, %[5]s || (has(%[1]s) && %[1]s.exists(%[3]s, %[3]s.name == %[4]s.name))))",
-			co, cold, e, f, l.owned(f)))
-	}
 	return "(" + strings.Join(parts, " && ") + ")"
 }
 
@@ -82,16 +61,12 @@ func (w *celWriter) onlyOwned(x string, p part) string {
 	for _, name := range slices.Sorted(maps.Keys(p.nested)) {
 		parts = append(parts, fmt.Sprintf("(!has(%[1]s.%[2]s) || %[3]s)", x, name, w.onlyOwned(x+"."+name, p.nested[name])))
 	}
-	for _, name := range slices.Sorted(maps.Keys(p.lists)) {
-		e := w.v("e")
-		parts = append(parts, fmt.Sprintf("(!has(%[1]s.%[2]s) || %[1]s.%[2]s.all(%[3]s, %[4]s))", x, name, e, p.lists[name].owned(e)))
-	}
 	return "(" + strings.Join(parts, " && ") + ")"
 }
 
 // ownedKey is a CEL predicate on k: a key owned whole or below.
 func (p part) ownedKey(k string) string {
-	names := slices.Concat(p.free, slices.Collect(maps.Keys(p.nested)), slices.Collect(maps.Keys(p.lists)))
+	names := slices.Concat(p.free, slices.Collect(maps.Keys(p.nested)))
 	slices.Sort(names)
 	var alts []string
 	if len(names) > 0 {
