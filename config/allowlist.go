@@ -380,10 +380,21 @@ func secrets(o Options) admissionv1.Validation {
 		templates.SidecarTokenSecret, templates.SidecarSA, templates.ScraperTokenSecret, celList(o.MonitoringNamespaces))
 	tls := fmt.Sprintf("(request.name.startsWith(%q) && (!has(object.data) || %s))", templates.Prefix+"-", onlyKeys("object.data", "tls.crt", "tls.key", "ca.crt"))
 	opaque := fmt.Sprintf("(request.name == %q && (!has(object.data) || %s))", templates.AdditionalScrapeConfigsSecret, onlyKeys("object.data", templates.AdditionalScrapeConfigsKey))
+	// The names the renderer gives Secrets, in their namespaces: what its
+	// Roles let it read and change (templates.SecretNames).
+	names := templates.SecretNames(o.MonitoringNamespaces)
+	var pairs []string
+	for ns, nsNames := range names {
+		for _, n := range nsNames {
+			pairs = append(pairs, ns+"/"+n)
+		}
+	}
+	slices.Sort(pairs)
+	named := fmt.Sprintf("((request.namespace + '/' + request.name) in %s)", celList(pairs))
 	return admissionv1.Validation{
-		Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || (has(object.type) && (object.type == 'kubernetes.io/service-account-token' ? %s : (object.type == 'kubernetes.io/tls' ? %s : (object.type == 'Opaque' && %s))))",
-			is("secrets"), token, tls, opaque),
-		Message: fmt.Sprintf("the eksa-metrics controller may write only the token Secrets %s (of %s) and %s (in a monitoring namespace: %s), its own TLS Secrets (%s*) and %s",
+		Expression: fmt.Sprintf("!(%s) || request.operation == 'DELETE' || (%s && has(object.type) && (object.type == 'kubernetes.io/service-account-token' ? %s : (object.type == 'kubernetes.io/tls' ? %s : (object.type == 'Opaque' && %s))))",
+			is("secrets"), named, token, tls, opaque),
+		Message: fmt.Sprintf("the eksa-metrics controller may write only the Secrets it renders, of their names in their namespaces: the token Secrets %s (of %s) and %s (in a monitoring namespace: %s), its own TLS Secrets (%s*) and %s",
 			templates.SidecarTokenSecret, templates.SidecarSA, templates.ScraperTokenSecret, strings.Join(o.MonitoringNamespaces, ", "), templates.Prefix+"-", templates.AdditionalScrapeConfigsSecret)}
 }
 

@@ -40,6 +40,11 @@ type Options struct {
 	// where the controller may write scrape configuration
 	// (scrapeConfig.namespace); default: monitoring.
 	MonitoringNamespaces []string
+	// WorkloadClusters are the EKS-A Clusters whose admin kubeconfig Secret
+	// (eksa-system/<name>-kubeconfig) the controller may read
+	// (KubeconfigRole): the workload clusters it keeps. No other Secret of
+	// eksa-system is readable to it.
+	WorkloadClusters []string
 	// Shards adds, per shard, a Deployment eksa-metrics-controller-<shard>
 	// running `controller run --shard <shard>` (the Clusters labelled
 	// metrics.anywhere.eks.amazonaws.com/shard=<shard>); the first

@@ -100,6 +100,7 @@ func rbacObjects(o Options) []any {
 
 	rules := namespacedRules(o)
 	out = append(out, roles(o, rules, sa, label)...)
+	out = append(out, kubeconfigRole(o, sa, label)...)
 	if o.WithoutAdmissionPolicy {
 		return out
 	}
@@ -149,6 +150,47 @@ func Listable(o Options) map[string][]string {
 	return out
 }
 
+// Named says, for each resource ("group/resource") and namespace where the
+// controller may list only objects of given names, which names: a list or
+// a watch there is one per name (fieldSelector metadata.name).
+func Named(o Options) map[string]map[string][]string {
+	o = o.withDefaults()
+	out := map[string]map[string][]string{}
+	rules := namespacedRules(o)
+	whole := map[string]bool{} // group/resource namespace: listable whole
+	for ns, rs := range rules {
+		for _, r := range rs {
+			if slices.Contains(r.Verbs, "list") && len(r.ResourceNames) == 0 {
+				for _, g := range r.APIGroups {
+					for _, res := range r.Resources {
+						whole[g+"/"+res+" "+ns] = true
+					}
+				}
+			}
+		}
+	}
+	for _, ns := range slices.Sorted(maps.Keys(rules)) {
+		for _, r := range rules[ns] {
+			if !slices.Contains(r.Verbs, "list") || len(r.ResourceNames) == 0 {
+				continue
+			}
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					key := g + "/" + res
+					if whole[key+" "+ns] {
+						continue
+					}
+					if out[key] == nil {
+						out[key] = map[string][]string{}
+					}
+					out[key][ns] = slices.Compact(slices.Sorted(slices.Values(append(out[key][ns], r.ResourceNames...))))
+				}
+			}
+		}
+	}
+	return out
+}
+
 func (o Options) withDefaults() Options {
 	if o.MonitoringNamespaces == nil {
 		o.MonitoringNamespaces = []string{"monitoring"}
@@ -162,6 +204,10 @@ func (o Options) withDefaults() Options {
 func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 	read := []string{"get", "list", "watch"}
 	crud := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	// A list or watch by name (fieldSelector metadata.name) is authorized
+	// as a request for that name (k8s.io/apiserver v0.37.2
+	// pkg/endpoints/request/requestinfo.go, NewRequestInfo).
+	crudNamed := []string{"get", "list", "watch", "update", "patch", "delete"}
 	rules := map[string][]rbacv1.PolicyRule{}
 	add := func(ns string, r ...rbacv1.PolicyRule) { rules[ns] = append(rules[ns], r...) }
 	// Namespaced objects it renders, where it renders them: core objects
@@ -169,18 +215,33 @@ func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 	// Secrets) of the proxies in kube-system, the management sidecars in
 	// their controllers' namespaces, the scrape configuration in the
 	// monitoring namespaces.
-	core := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services", "serviceaccounts", "configmaps", "secrets"}, Verbs: crud}
+	core := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services", "serviceaccounts", "configmaps"}, Verbs: crud}
+	// Secrets by name only, never a whole namespace's: the names the
+	// renderer gives them there (templates.SecretNames). eksa-system holds
+	// every Cluster's admin kubeconfig and CA keys, kube-system the
+	// bootstrap tokens, the providers' namespaces their webhook keys, a
+	// monitoring namespace the operators' credentials; a list or a watch is
+	// a read of them all. create takes no resourceNames: the admission
+	// policy holds it to the same names.
+	secretNames := templates.SecretNames(o.MonitoringNamespaces)
+	secrets := func(ns string) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: crudNamed, ResourceNames: secretNames[ns]},
+		}
+	}
 	// Leader election: the Lease, and the events client-go records in the
 	// core API.
 	add(o.Namespace,
 		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: crud},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}})
-	// eksa-system: the workload kubeconfigs (watched as metadata, read when
-	// used) and the KubeadmControlPlanes it patches.
+	// eksa-system: the KubeadmControlPlanes it patches (the workload
+	// kubeconfigs it reads are granted by name, kubeconfigRole).
 	add("eksa-system",
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: read},
 		rbacv1.PolicyRule{APIGroups: []string{"controlplane.cluster.x-k8s.io"}, Resources: []string{"kubeadmcontrolplanes"}, Verbs: []string{"patch"}})
-	add(templates.SystemNS, core,
+	add(templates.SystemNS, core)
+	add(templates.SystemNS, secrets(templates.SystemNS)...)
+	add(templates.SystemNS,
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get", "list", "watch", "create"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"update", "patch", "delete"}, ResourceNames: []string{templates.ControlPlaneDS, templates.NodeDS}},
 		// bindAddress restarts kube-proxy after editing its configuration;
@@ -192,27 +253,16 @@ func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 	}
 	for _, ns := range slices.Sorted(maps.Keys(deployments)) {
 		names := slices.Compact(slices.Sorted(slices.Values(deployments[ns])))
-		if ns == "eksa-system" {
-			// Secrets there hold every Cluster's kubeconfig and CAs: it
-			// reads them (above), creates only new ones (the sidecar's
-			// identity and certificate of the eksa-controller-manager of
-			// EKS-A before v0.24) and changes only those, by name.
-			var secrets []string
-			for _, d := range names {
-				secrets = append(secrets, templates.ServingSecret(components.ID(d)))
-			}
-			add(ns, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services", "serviceaccounts", "configmaps"}, Verbs: crud},
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
-				rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"update", "patch", "delete"}, ResourceNames: append(secrets, templates.SidecarTokenSecret)})
-		} else {
-			add(ns, core)
-		}
+		add(ns, core)
+		add(ns, secrets(ns)...)
 		add(ns,
 			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: read},
 			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"update", "patch"}, ResourceNames: names})
 	}
 	for _, ns := range o.MonitoringNamespaces {
-		add(ns, core, rbacv1.PolicyRule{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors", "prometheusrules"}, Verbs: crud})
+		add(ns, core)
+		add(ns, secrets(ns)...)
+		add(ns, rbacv1.PolicyRule{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors", "prometheusrules"}, Verbs: crud})
 	}
 	return rules
 }
@@ -236,6 +286,40 @@ func roles(o Options, rules map[string][]rbacv1.PolicyRule, sa rbacv1.Subject, l
 		})
 	}
 	return out
+}
+
+// KubeconfigRole is the Role in eksa-system that lets the controller read
+// the admin kubeconfig Secrets of the workload clusters it was given
+// (Options.WorkloadClusters), by name: never the management cluster's own
+// (it reaches that one with its own identity), nor the CA keys beside them.
+const KubeconfigRole = ControllerName + "-kubeconfigs"
+
+// KubeconfigSecret is the Secret EKS Anywhere (Cluster API) keeps a
+// Cluster's admin kubeconfig in, in eksa-system.
+func KubeconfigSecret(cluster string) string { return cluster + "-kubeconfig" }
+
+// kubeconfigRole grants get of the workload clusters' kubeconfig Secrets, by
+// name. With no workload cluster it has no rule at all: a rule without
+// resourceNames would be every Secret of eksa-system.
+func kubeconfigRole(o Options, sa rbacv1.Subject, label map[string]string) []any {
+	role := &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: metav1.ObjectMeta{Name: KubeconfigRole, Namespace: "eksa-system", Labels: label},
+		Rules:      []rbacv1.PolicyRule{},
+	}
+	var names []string
+	for _, c := range o.WorkloadClusters {
+		names = append(names, KubeconfigSecret(c))
+	}
+	if names = slices.Compact(slices.Sorted(slices.Values(names))); len(names) > 0 {
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: names})
+	}
+	return []any{role, &rbacv1.RoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: KubeconfigRole, Namespace: "eksa-system", Labels: label},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: KubeconfigRole},
+		Subjects:   []rbacv1.Subject{sa},
+	}}
 }
 
 // mergeRules drops rules repeated for a namespace (the same core rule for a

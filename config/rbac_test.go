@@ -76,6 +76,10 @@ func TestControllerRBACIsLeastPrivilege(t *testing.T) {
 				switch {
 				case d.Kind == "ClusterRole" && res == "secrets":
 					t.Errorf("%s: Secrets cluster-wide (%v)", where, r.Verbs)
+				case res == "secrets" && len(r.ResourceNames) == 0 && !slices.Equal(r.Verbs, []string{"create"}):
+					// A read of a namespace's Secrets is a read of its
+					// kubeconfigs, CA keys and tokens: by name only.
+					t.Errorf("%s: Secrets %v without resourceNames", where, r.Verbs)
 				case (res == "pods" || res == "serviceaccounts/token" || res == "pods/exec" || res == "nodes/proxy") && writesIt:
 					t.Errorf("%s: %s %v runs or impersonates", where, res, r.Verbs)
 				case res == "daemonsets" || res == "deployments" || res == "statefulsets" || res == "jobs" || res == "cronjobs" || res == "replicasets":
@@ -114,5 +118,46 @@ func TestNamespacesHaveRoles(t *testing.T) {
 	}
 	if slices.Contains(ns, "monitoring") {
 		t.Errorf("a Role in monitoring although only obs was asked for: %v", ns)
+	}
+}
+
+// The workload kubeconfigs are granted by name, for the Clusters named
+// only; with none, the Role has no rule (a rule without resourceNames
+// would be every Secret of eksa-system); the Secrets of the Roles are
+// those the renderer writes, listed by name.
+func TestKubeconfigsAreGrantedByName(t *testing.T) {
+	role := func(o Options) []rule {
+		t.Helper()
+		out, err := BuildWith(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, raw := range strings.Split(string(out), "\n---\n") {
+			var d doc
+			if err := yaml.Unmarshal([]byte(raw), &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Kind == "Role" && d.Metadata.Name == KubeconfigRole && d.Metadata.Namespace == "eksa-system" {
+				return d.Rules
+			}
+		}
+		t.Fatal("no Role " + KubeconfigRole)
+		return nil
+	}
+	if r := role(Options{Image: ImageRepository + ":v0.1.0"}); len(r) != 0 {
+		t.Errorf("without workload clusters: rules %v", r)
+	}
+	r := role(Options{Image: ImageRepository + ":v0.1.0", WorkloadClusters: []string{"w2", "w1", "w2"}})
+	if len(r) != 1 || !slices.Equal(r[0].Verbs, []string{"get"}) || !slices.Equal(r[0].ResourceNames, []string{"w1-kubeconfig", "w2-kubeconfig"}) {
+		t.Errorf("rules %v", r)
+	}
+	named := Named(Options{MonitoringNamespaces: []string{"obs"}})["/secrets"]
+	for ns, names := range templates.SecretNames([]string{"obs"}) {
+		if !slices.Equal(named[ns], names) {
+			t.Errorf("Secrets listed by name in %s: %v, want %v", ns, named[ns], names)
+		}
+	}
+	if len(named["eksa-system"]) == 0 || slices.ContainsFunc(named["eksa-system"], func(n string) bool { return strings.HasSuffix(n, "-kubeconfig") }) {
+		t.Errorf("eksa-system's Secrets by name: %v", named["eksa-system"])
 	}
 }

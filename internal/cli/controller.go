@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -273,7 +272,6 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme(),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:     {Namespaces: map[string]cache.Config{"eksa-system": {}}},
 			&appsv1.Deployment{}: {Namespaces: deploymentNamespaces},
 			// The shard's Clusters only: one that leaves the shard is gone
 			// from this replica's view, and let go of.
@@ -301,6 +299,7 @@ func (o *ControllerOptions) Run(ctx context.Context, f *Factory) error {
 	// Where its Roles are: what it may not list cluster-wide, it lists
 	// there.
 	mgmt.Namespaced = config.Listable(config.Options{Namespace: o.namespace(), MonitoringNamespaces: o.MonitoringNamespaces})
+	mgmt.Named = config.Named(config.Options{Namespace: o.namespace(), MonitoringNamespaces: o.MonitoringNamespaces})
 	policy.Namespaces = config.Namespaces(config.Options{Namespace: o.namespace(), MonitoringNamespaces: o.MonitoringNamespaces})
 	// Every Cluster's plan prunes in the management cluster: from watches,
 	// not a list per kind and namespace each time.
@@ -357,7 +356,7 @@ func ctrlConfig(workers int) ctrlconfig.Controller {
 
 func newCmdControllerManifests(f *Factory) *cobra.Command {
 	var image, namespace, kubeVersion, metricsCertificates string
-	var shards []string
+	var shards, workloadClusters []string
 	var serviceMonitor bool
 	var serviceMonitorLabels map[string]string
 	o := &ControllerOptions{}
@@ -395,6 +394,9 @@ policy flags are passed on to the controller's arguments.`,
 			if err := o.checkImagePrefixes(); err != nil {
 				return err
 			}
+			if err := checkWorkloadClusters(workloadClusters, o.ManagementCluster); err != nil {
+				return err
+			}
 			withoutPolicy := false
 			if kubeVersion != "" {
 				kv, err := spec.ParseKubeVersion(kubeVersion)
@@ -416,6 +418,7 @@ policy flags are passed on to the controller's arguments.`,
 			}
 			opts := o.admissionOptions(namespace)
 			opts.Image, opts.Shards, opts.WithoutAdmissionPolicy = image, shards, withoutPolicy
+			opts.WorkloadClusters = workloadClusters
 			opts.MetricsCertificates, opts.ServiceMonitor, opts.ServiceMonitorLabels = metricsCertificates, serviceMonitor, serviceMonitorLabels
 			cmd.Flags().Visit(func(fl *pflag.Flag) {
 				if policyFlag[fl.Name] {
@@ -462,12 +465,30 @@ policy flags are passed on to the controller's arguments.`,
 	cmd.Flags().StringVar(&image, "image", defaultControllerImage(), "the controller's image, pinned by digest (required unless this is a release build, which installs its own release's image; eksa-metrics version shows it; make image builds one)")
 	cmd.Flags().StringVar(&namespace, "namespace", config.DefaultNamespace, "namespace of the controller")
 	cmd.Flags().StringVar(&kubeVersion, "kubernetes-version", "", "the management cluster's Kubernetes version; below 1.30 the admission policy, which such an API server does not serve, is left out (with a warning)")
+	cmd.Flags().StringSliceVar(&workloadClusters, "workload-cluster", nil, "an EKS-A workload Cluster the controller keeps: it may read that Cluster's admin kubeconfig, Secret eksa-system/<name>-kubeconfig, and no other Secret of eksa-system (never the management cluster's, which it reaches with its own identity); repeatable or comma-separated. Print and apply the manifests again when the fleet gains a Cluster; a Cluster left out gets KubeconfigNotGranted")
 	cmd.Flags().StringSliceVar(&shards, "shard", nil, "add a Deployment eksa-metrics-controller-<shard> that keeps the Clusters labelled "+controller.ShardLabel+"=<shard>, with its own Lease; repeatable (the first Deployment keeps the Clusters without the label)")
 	cmd.Flags().StringVar(&metricsCertificates, "metrics-certificates", config.CertificatesCertManager, "who issues the certificate of the controller's own metrics endpoint: cert-manager (an Issuer, a CA and a Certificate in the controller's namespace; every EKS Anywhere management cluster runs cert-manager) or none (a self-signed certificate, which scrapes cannot verify)")
 	cmd.Flags().BoolVar(&serviceMonitor, "service-monitor", false, "add a ServiceMonitor of the controller's metrics (prometheus-operator's CRDs must be installed), verifying its certificate with the CA cert-manager issued")
 	cmd.Flags().StringToStringVar(&serviceMonitorLabels, "service-monitor-label", nil, "a label of the ServiceMonitor, such as release=kps for kube-prometheus-stack's default serviceMonitorSelector; repeatable")
 	policyFlags(cmd.Flags(), o)
 	return cmd
+}
+
+// checkWorkloadClusters refuses a --workload-cluster that is no Cluster
+// name, or that is the management cluster (--management-cluster
+// NAMESPACE/NAME): its admin kubeconfig would let the controller's token
+// do what no admission policy holds.
+func checkWorkloadClusters(names []string, management string) error {
+	_, mgmt, _ := strings.Cut(management, "/")
+	for _, n := range names {
+		if errs := validation.IsDNS1123Subdomain(config.KubeconfigSecret(n)); n == "" || len(errs) > 0 {
+			return usageErrorf("--workload-cluster %q is not an EKS-A Cluster name: %s", n, strings.Join(errs, "; "))
+		}
+		if mgmt != "" && n == mgmt {
+			return usageErrorf("--workload-cluster %s is the management cluster (--management-cluster %s): the controller reaches it with its own identity and never reads its admin kubeconfig; leave it out", n, management)
+		}
+	}
+	return nil
 }
 
 // admissionPolicyGA is the Kubernetes minor from which ValidatingAdmissionPolicy

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -65,6 +66,45 @@ type Cluster struct {
 	// management cluster holds Roles, not cluster-wide rights, for Secrets
 	// and DaemonSets, and lists them where it may create them.
 	Namespaced map[string][]string
+	// Named, when set, says, for a resource and a namespace of Namespaced,
+	// the names this identity may list there and nothing else: it lists
+	// and watches each by name (fieldSelector metadata.name). The
+	// controller reads Secrets of its management cluster so.
+	Named map[string]map[string][]string
+}
+
+// scope is one list of a resource this identity may make: a namespace (""
+// for every namespace) and, where it may read only named objects, the one
+// name (a field selector).
+type scope struct{ namespace, name string }
+
+// scopes are the lists that read gvr wherever this identity may: the whole
+// cluster, each namespace of Namespaced, each name of Named.
+func (c *Cluster) scopes(gvr schema.GroupVersionResource) []scope {
+	key := gvr.Group + "/" + gvr.Resource
+	namespaces, scoped := c.Namespaced[key]
+	if !scoped {
+		return []scope{{namespace: metav1.NamespaceAll}}
+	}
+	var out []scope
+	for _, ns := range namespaces {
+		names, named := c.Named[key][ns]
+		if !named {
+			out = append(out, scope{namespace: ns})
+		}
+		for _, n := range names {
+			out = append(out, scope{namespace: ns, name: n})
+		}
+	}
+	return out
+}
+
+// options are opts for this scope's list or watch.
+func (s scope) options(opts metav1.ListOptions) metav1.ListOptions {
+	if s.name != "" {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.name).String()
+	}
+	return opts
 }
 
 // Clients are the typed clients eksa-metrics uses, of the API groups it
@@ -129,19 +169,14 @@ func (c *Cluster) listAll(ctx context.Context, ri dynamic.NamespaceableResourceI
 	if items, cached, err := c.cachedList(gvr, opts); cached {
 		return items, err
 	}
-	namespaces, scoped := c.Namespaced[gvr.Group+"/"+gvr.Resource]
-	if !scoped {
-		list, err := ri.List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		return list.Items, nil
-	}
 	var out []unstructured.Unstructured
-	for _, ns := range namespaces {
-		l, err := ri.Namespace(ns).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("in namespace %s: %w", ns, err)
+	for _, s := range c.scopes(gvr) {
+		l, err := ri.Namespace(s.namespace).List(ctx, s.options(opts))
+		switch {
+		case err != nil && s.namespace == "":
+			return nil, err
+		case err != nil:
+			return nil, fmt.Errorf("in namespace %s: %w", s.namespace, err)
 		}
 		out = append(out, l.Items...)
 	}

@@ -33,8 +33,8 @@ import (
 //     meanwhile.
 type held struct {
 	mu sync.Mutex
-	// stores are the inventory watches' stores, by kind and namespace
-	// ("" for a watch of every namespace).
+	// stores are the inventory watches' stores, by kind, namespace (""
+	// for a watch of every namespace) and name (a watch of one name).
 	stores map[kindIn]*driftStore
 	// applied is, by inventoryKey, what eksa-metrics' last apply sent
 	// (a digest) and the resourceVersion it returned.
@@ -43,7 +43,7 @@ type held struct {
 	none map[string]bool
 }
 
-type kindIn struct{ kind, namespace string }
+type kindIn struct{ kind, namespace, name string }
 
 type appliedAs struct {
 	digest          [sha256.Size]byte
@@ -94,11 +94,12 @@ func (c *Cluster) heldFor(clusterName string) *held {
 	return c.held[clusterName]
 }
 
-// store is the synced watch of kind that covers namespace, nil when none.
-func (h *held) store(kind, namespace string) *driftStore {
+// store is the synced watch of kind that covers the object namespace/name,
+// nil when none.
+func (h *held) store(kind, namespace, name string) *driftStore {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, k := range []kindIn{{kind, namespace}, {kind, ""}} {
+	for _, k := range []kindIn{{kind, namespace, name}, {kind, namespace, ""}, {kind, "", ""}} {
 		if s, ok := h.stores[k]; ok && s.synced() {
 			return s
 		}
@@ -133,7 +134,7 @@ func (c *Cluster) heldStep(s *Step) (ok bool) {
 	if h == nil {
 		return false
 	}
-	store := h.store(u.GetKind(), u.GetNamespace())
+	store := h.store(u.GetKind(), u.GetNamespace(), u.GetName())
 	if store == nil {
 		return false
 	}

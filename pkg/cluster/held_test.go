@@ -40,7 +40,7 @@ func TestPlansReadWhatTheWatchesCannotTell(t *testing.T) {
 	store := &driftStore{kind: "Service", ours: func(metav1.Object) bool { return true }, drifted: func(Drift) {}, listed: make(chan struct{})}
 	_ = store.Replace(nil, "1")
 	h := newHeld()
-	h.stores[kindIn{"Service", ""}] = store
+	h.stores[kindIn{"Service", "", ""}] = store
 	c.hold("w1", h)
 
 	svc := func(port int64) map[string]any {

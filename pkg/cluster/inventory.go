@@ -45,7 +45,7 @@ func (c *Cluster) CacheInventory(ctx context.Context) error {
 		return err
 	}
 	selector := templates.ManagedByLabel + "=" + templates.Prefix
-	factories := map[string]metadatainformer.SharedInformerFactory{}
+	factories := map[scope]metadatainformer.SharedInformerFactory{}
 	inventory := map[schema.GroupVersionResource]*cachedKind{}
 	var synced []toolscache.InformerSynced
 	for _, gvk := range prunable {
@@ -56,16 +56,15 @@ func (c *Cluster) CacheInventory(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		namespaces, scoped := c.Namespaced[m.Resource.Group+"/"+m.Resource.Resource]
-		if !scoped {
-			namespaces = []string{metav1.NamespaceAll}
-		}
 		k := &cachedKind{gvk: m.GroupVersionKind}
-		for _, ns := range namespaces {
-			f, ok := factories[ns]
+		for _, sc := range c.scopes(m.Resource) {
+			f, ok := factories[sc]
 			if !ok {
-				f = metadatainformer.NewFilteredSharedInformerFactory(mc, 0, ns, func(o *metav1.ListOptions) { o.LabelSelector = selector })
-				factories[ns] = f
+				f = metadatainformer.NewFilteredSharedInformerFactory(mc, 0, sc.namespace, func(o *metav1.ListOptions) {
+					*o = sc.options(*o)
+					o.LabelSelector = selector
+				})
+				factories[sc] = f
 			}
 			inf := f.ForResource(m.Resource).Informer()
 			k.informers = append(k.informers, inf)

@@ -95,12 +95,10 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 			return err
 		}
 		// Where this identity may not watch cluster-wide (the controller on
-		// its management cluster), in the namespaces where it may.
-		namespaces, scoped := c.Namespaced[m.Resource.Group+"/"+m.Resource.Resource]
-		if !scoped {
-			namespaces = []string{metav1.NamespaceAll}
-		}
-		for _, ns := range namespaces {
+		// its management cluster), in the namespaces where it may, and
+		// there by name where it may read only named objects (Secrets).
+		for _, sc := range c.scopes(m.Resource) {
+			ns := sc.namespace
 			client := mc.Resource(m.Resource).Namespace(ns)
 			selector := w.selector
 			store := &driftStore{kind: w.gvk.Kind, ours: w.ours, drifted: drifted, listed: make(chan struct{}), current: func(namespace, name string) (metav1.Object, error) {
@@ -112,12 +110,14 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 			}}
 			lw := toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
 				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					o = sc.options(o)
 					o.LabelSelector = selector
 					out, err := client.List(ctx, o)
 					store.failed(err)
 					return out, err
 				},
 				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					o = sc.options(o)
 					o.LabelSelector = selector
 					out, err := client.Watch(ctx, o)
 					store.failed(err)
@@ -125,7 +125,7 @@ func (c *Cluster) WatchInventory(ctx context.Context, clusterName string, kinds 
 				},
 			}, mc)
 			if w.inventory {
-				h.stores[kindIn{w.gvk.Kind, ns}] = store
+				h.stores[kindIn{w.gvk.Kind, ns, sc.name}] = store
 			}
 			reflectors = append(reflectors, toolscache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, store,
 				toolscache.ReflectorOptions{Name: clusterName + " " + m.Resource.String()}))

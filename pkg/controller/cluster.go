@@ -274,7 +274,10 @@ func (r *Reconciler) applyCluster(ctx context.Context, mc *metricsv1alpha1.Metri
 	cl, err := r.connect(ctx, obj, res)
 	var refusedKubeconfig *cluster.KubeconfigRefusedError
 	var invalidKubeconfig *cluster.KubeconfigInvalidError
+	var notGranted *KubeconfigNotGrantedError
 	switch {
+	case errors.As(err, &notGranted):
+		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonKubeconfigNotGranted, err)
 	case errors.As(err, &refusedKubeconfig):
 		return fail(metricsv1alpha1.ConditionApplied, metricsv1alpha1.ReasonKubeconfigRefused, err)
 	case errors.As(err, &invalidKubeconfig):

@@ -2,8 +2,8 @@
 // management cluster that keeps every EKS Anywhere Cluster a MetricsConfig
 // selects as the spec says, on the same engine sequence as the CLI's apply
 // (engine.Pass). Its unit of work is one Cluster: an event about a Cluster,
-// its KubeadmControlPlane, its Cluster API Cluster, its kubeconfig Secret or
-// the objects eksa-metrics keeps in its workload cluster re-plans that
+// its KubeadmControlPlane, its Cluster API Cluster or the objects
+// eksa-metrics keeps in its workload cluster re-plans that
 // Cluster only, in the phases Cluster API controllers use (fetch, decide,
 // apply, status). A second controller keeps each MetricsConfig's finalizer
 // and summarises its Clusters' states into its status.
@@ -14,13 +14,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -174,9 +172,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(eksaCluster, builder.WithPredicates(r.inShard(), clusterChanged{})).
 		Watches(&metricsv1alpha1.MetricsConfig{}, handler.EnqueueRequestsFromMapFunc(r.clustersOf), builder.WithPredicates(configChanged)).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.managementCluster), builder.WithPredicates(predicate.NewPredicateFuncs(managedDeployment), specOrLabels)).
-		// Secrets as metadata only: the cache never holds eksa-system's
-		// keys and credentials; the one kubeconfig needed is read when used.
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byKubeconfigSecret), builder.WithPredicates(predicate.NewPredicateFuncs(kubeconfigSecret))).
+		// No watch of Secrets: the controller may read eksa-system's
+		// kubeconfig Secrets only by name (connect reads the one it needs).
 		// A binding deleted by anyone else is written again.
 		Watches(&metricsv1alpha1.MetricsConfigBinding{}, handler.EnqueueRequestsFromMapFunc(bindingCluster), builder.WithPredicates(deleted{})).
 		WatchesRawSource(source.Channel(r.clusterEvents, &handler.EnqueueRequestForObject{}))
@@ -325,23 +322,13 @@ func managedDeployment(o client.Object) bool {
 	})
 }
 
-func kubeconfigSecret(o client.Object) bool {
-	return inEKSASystem(o) && strings.HasSuffix(o.GetName(), "-kubeconfig")
-}
-
 func inEKSASystem(o client.Object) bool { return o.GetNamespace() == EKSASystemNamespace }
 
 // byEKSASystemName maps an object of eksa-system (a KubeadmControlPlane, a
-// Cluster API Cluster, a kubeconfig Secret) to the EKS-A Clusters of its
+// Cluster API Cluster) to the EKS-A Clusters of its
 // name, in any namespace (owned tells which one it is).
 func (r *Reconciler) byEKSASystemName(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.named(ctx, o.GetName())
-}
-
-// byKubeconfigSecret maps Secret eksa-system/<name>-kubeconfig to the EKS-A
-// Clusters called name.
-func (r *Reconciler) byKubeconfigSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	return r.named(ctx, strings.TrimSuffix(o.GetName(), "-kubeconfig"))
 }
 
 // byMachine maps a Machine of eksa-system to the EKS-A Clusters named by

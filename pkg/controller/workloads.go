@@ -8,13 +8,14 @@ import (
 	"strings"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/eksa-metrics/eksa-metrics/config"
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
@@ -38,7 +39,6 @@ type workloads struct {
 
 type workload struct {
 	hash    [32]byte // of the kubeconfig it was made from
-	version string   // the Secret's resourceVersion it was read at
 	cluster *cluster.Cluster
 	kinds   []string           // watched: the kinds rendered there
 	stop    context.CancelFunc // ends its watches
@@ -103,13 +103,10 @@ func (w *workloads) rewatch(key types.NamespacedName, c *cluster.Cluster, kinds 
 // get returns the connection to a workload cluster, made from data (the
 // kubeconfig read from its Secret) unless one from the same data exists,
 // with the watches of the kinds rendered there.
-func (w *workloads) get(ctx context.Context, key types.NamespacedName, name, version string, data []byte, kinds []string) (*cluster.Cluster, error) {
+func (w *workloads) get(ctx context.Context, key types.NamespacedName, name string, data []byte, kinds []string) (*cluster.Cluster, error) {
 	sum := sha256.Sum256(data)
 	w.mu.Lock()
 	c, ok := w.m[key]
-	if ok && c.hash == sum {
-		c.version = version
-	}
 	w.mu.Unlock()
 	if ok && c.hash == sum {
 		return c.cluster, w.rewatch(key, c.cluster, kinds)
@@ -126,7 +123,7 @@ func (w *workloads) get(ctx context.Context, key types.NamespacedName, name, ver
 	if old, ok := w.m[key]; ok {
 		old.stop()
 	}
-	w.m[key] = &workload{hash: sum, version: version, cluster: wl, kinds: kinds, stop: stop}
+	w.m[key] = &workload{hash: sum, cluster: wl, kinds: kinds, stop: stop}
 	w.mu.Unlock()
 	return wl, nil
 }
@@ -150,17 +147,6 @@ func (w *workloads) watchManagement(key types.NamespacedName, mgmt *cluster.Clus
 		old.stop()
 	}
 	w.m[key] = &workload{cluster: mgmt, kinds: kinds, stop: stop}
-	return nil
-}
-
-// current returns the connection made from the Secret at this
-// resourceVersion, if there is one: the Secret is not read again.
-func (w *workloads) current(key types.NamespacedName, version string) *cluster.Cluster {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if c, ok := w.m[key]; ok && version != "" && c.version == version {
-		return c.cluster
-	}
 	return nil
 }
 
@@ -205,24 +191,30 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 	name := res.Config.ClusterName
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	kinds := cluster.InventoryKinds(res, render.Workload)
-	// The Secret's metadata is watched: while its resourceVersion is the
-	// one the connection was made at, its content is not read again.
-	secret := &metav1.PartialObjectMetadata{}
-	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	var version string
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: EKSASystemNamespace, Name: name + "-kubeconfig"}, secret); err == nil {
-		version = secret.GetResourceVersion()
-		if wl := r.workloads.current(key, version); wl != nil {
-			return &engine.Clusters{Management: r.Management, Workload: wl}, r.workloads.rewatch(key, wl, kinds)
-		}
-	}
+	// Read by name on every reconcile (the controller may neither list nor
+	// watch eksa-system's Secrets): a connection is made again only when
+	// the content changed.
 	data, err := r.Management.WorkloadKubeconfig(ctx, name)
+	if apierrors.IsForbidden(err) {
+		return nil, &KubeconfigNotGrantedError{Cluster: name}
+	}
 	if err != nil {
 		return nil, err
 	}
-	wl, err := r.workloads.get(ctx, key, name, version, data, kinds)
+	wl, err := r.workloads.get(ctx, key, name, data, kinds)
 	if err != nil {
 		return nil, err
 	}
 	return &engine.Clusters{Management: r.Management, Workload: wl}, nil
+}
+
+// KubeconfigNotGrantedError: the controller may not read a workload
+// cluster's kubeconfig Secret. It reads those its installation names only
+// (Role eksa-system/eksa-metrics-controller-kubeconfigs), never the
+// management cluster's own nor the CA keys beside them.
+type KubeconfigNotGrantedError struct{ Cluster string }
+
+func (e *KubeconfigNotGrantedError) Error() string {
+	return fmt.Sprintf("the controller may not read Secret %s/%s: it reads the kubeconfigs of the workload clusters its installation names only. Add the Cluster to them: print the manifests again with --workload-cluster %s beside the others and apply them (Role %s/%s)",
+		EKSASystemNamespace, config.KubeconfigSecret(e.Cluster), e.Cluster, EKSASystemNamespace, config.KubeconfigRole)
 }

@@ -310,3 +310,39 @@ func CertificateObjects(cfg *spec.Config, served []ServedSecret) map[string]bool
 	}
 	return keep
 }
+
+// SecretNames are, by namespace, the names of every Secret a render may
+// write in a management cluster whose scrape configuration goes to the
+// monitoring namespaces: the serving certificates of the proxies (and
+// their CAs) in kube-system, those of the management controllers (their
+// Issuer's CA and the sidecar's token Secret) in the controllers'
+// namespaces, and the scraper's token and the additionalScrapeConfigs in
+// the monitoring namespaces. The controller reads and changes Secrets
+// there by these names only (its Roles' resourceNames), so that it never
+// reads a Secret it did not write: the admin kubeconfigs and CA keys of
+// eksa-system, the bootstrap tokens of kube-system, the webhook keys of
+// the providers. TestSecretNamesHoldEveryRender keeps the list whole.
+func SecretNames(monitoring []string) map[string][]string {
+	out := map[string][]string{}
+	add := func(ns string, names ...string) { out[ns] = append(out[ns], names...) }
+	for _, c := range components.ClusterCatalog {
+		if c.Proxy != components.NoProxy {
+			add(SystemNS, ServingSecret(c.ID))
+		}
+	}
+	add(SystemNS, ServingCA, KubeletServingCA, IssuerCA)
+	for _, m := range components.ManagementCatalog {
+		add(m.Namespace, ServingSecret(components.ID(m.Deployment)), IssuerCA)
+		if slices.ContainsFunc(m.Releases, func(r components.Release) bool { return r.Method == components.Sidecar }) {
+			add(m.Namespace, SidecarTokenSecret)
+		}
+	}
+	for _, ns := range monitoring {
+		add(ns, ScraperTokenSecret, AdditionalScrapeConfigsSecret)
+	}
+	for ns, names := range out {
+		slices.Sort(names)
+		out[ns] = slices.Compact(names)
+	}
+	return out
+}

@@ -44,6 +44,34 @@ type fleet struct {
 	// kubeconfig of the controller's ServiceAccount, bound by the RBAC of
 	// `eksa-metrics controller manifests`.
 	controllerKubeconfig string
+	// granted are the workload Clusters whose kubeconfig Secret the
+	// controller may read (controller manifests --workload-cluster).
+	granted []string
+}
+
+// grant lets the controller read the kubeconfig Secret of Cluster name, as
+// a platform team does: the manifests printed again with one more
+// --workload-cluster, their kubeconfig Role applied.
+func (f *fleet) grant(t testing.TB, name string) {
+	t.Helper()
+	f.granted = append(f.granted, name)
+	raw, err := config.BuildWith(config.Options{Image: config.ImageRepository + ":v0.1.0", Namespace: config.DefaultNamespace, WorkloadClusters: f.granted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var obj map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if md, _ := obj["metadata"].(map[string]any); obj["kind"] == "Role" && md["name"] == config.KubeconfigRole {
+			if err := f.mgmt.Apply(context.Background(), "installer", true, obj); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatal("the manifests hold no Role " + config.KubeconfigRole)
 }
 
 func newFleet(t testing.TB, names ...string) *fleet {
@@ -117,6 +145,7 @@ func (f *fleet) eksaCluster(t testing.TB, namespace, name, managedBy string, kub
 		if _, err := f.mgmt.Client.CoreV1().Secrets("eksa-system").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		f.grant(t, name)
 	}
 	for _, doc := range framework.ReadYAML(t, filepath.Join(testutil.SharedFixtures(t), "specs", "docker.yaml")) {
 		obj := sanitize(doc).(map[string]any)

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/config"
 	"github.com/eksa-metrics/eksa-metrics/internal/cli"
+	"github.com/eksa-metrics/eksa-metrics/internal/testutil"
 	metricsv1alpha1 "github.com/eksa-metrics/eksa-metrics/pkg/apis/metrics/v1alpha1"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
@@ -147,6 +147,19 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 	f.clusterCondition(t, "default", "w-exec", "w-exec", "Applied", "KubeconfigRefused", "sets exec")
 	f.clusterCondition(t, "default", "w-token", "w-token", "Applied", "KubeconfigRefused", "sets tokenFile")
 	f.clusterCondition(t, "default", "w-garbled", "w-garbled", "Applied", "KubeconfigInvalid", "kubectl -n eksa-system get secret w-garbled-kubeconfig")
+	// A Cluster whose kubeconfig Secret the installation does not name:
+	// not read, and the condition says how to grant it.
+	f.eksaCluster(t, "default", "w-ungranted", "mgmt", nil)
+	if _, err := f.mgmt.Client.CoreV1().Secrets("eksa-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "w-ungranted-kubeconfig", Namespace: "eksa-system"},
+		Data: map[string][]byte{"value": flatKubeconfig(t, f.workloads["w1"].Kubeconfig(t, "admin", "kubernetes-admin", "system:masters"))}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.putMetricsConfig(t, "default", "w-ungranted", map[string]any{"clusterRef": map[string]any{"kind": "Cluster", "name": "w-ungranted"},
+		"scrapers": []any{map[string]any{"kind": "Group", "name": "metrics-readers"}}})
+	f.clusterCondition(t, "default", "w-ungranted", "w-ungranted", "Applied", "KubeconfigNotGranted", "--workload-cluster w-ungranted")
+	if v := fleetMetric(t, "eksa_metrics_cluster_unreachable", map[string]string{"cluster": "w-ungranted"}); v != 0 {
+		t.Errorf("a kubeconfig not granted counts as unreachable: eksa_metrics_cluster_unreachable %v", v)
+	}
 	if v := fleetMetric(t, "eksa_metrics_cluster_unreachable", map[string]string{"cluster": "w-garbled"}); v != 0 {
 		t.Errorf("a garbled kubeconfig Secret counts as unreachable: eksa_metrics_cluster_unreachable %v", v)
 	}
@@ -221,7 +234,12 @@ func TestControllerRefusesWhatItsAuthorsMayNotDo(t *testing.T) {
 	}
 	sidecarToken := tokenSecret(templates.SidecarSA)
 	sidecarToken.Name = templates.SidecarTokenSecret
-	if _, err := as.CoreV1().Secrets("kube-system").Create(ctx, sidecarToken, dry); err != nil {
+	// Where the renderer puts it (beside a sidecar), not in kube-system.
+	if _, err := as.CoreV1().Secrets("kube-system").Create(ctx, sidecarToken, dry); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+		t.Errorf("the controller may write the sidecar's token Secret in kube-system, where no sidecar runs: %v", err)
+	}
+	sidecarToken.Namespace = "eksa-system"
+	if _, err := as.CoreV1().Secrets("eksa-system").Create(ctx, sidecarToken, dry); err != nil {
 		t.Errorf("the controller may not write the sidecar's token Secret: %v", err)
 	}
 	// A management Deployment it edits keeps its ServiceAccount.
@@ -366,6 +384,10 @@ func TestControllerTokenCannotTakeThePlatform(t *testing.T) {
 	for _, a := range allowlistAttacks(ctx, t, f, as, dyn) {
 		refused = append(refused, attempt(a))
 	}
+	reads, granted := secretReads(ctx, t, f, as)
+	for _, a := range reads {
+		refused = append(refused, attempt(a))
+	}
 	for _, a := range refused {
 		err := a.do()
 		switch {
@@ -401,11 +423,97 @@ func TestControllerTokenCannotTakeThePlatform(t *testing.T) {
 			return patchExtraArgs(ctx, t, dyn, mgmt, "scheduler", "feature-gates", "ComponentStatusz=true")
 		}},
 	}
+	for _, a := range granted {
+		allowed = append(allowed, attempt(a))
+	}
 	for _, a := range allowed {
 		if err := a.do(); err != nil {
 			t.Errorf("%s: refused to the controller: %v", a.name, err)
 		}
 	}
+}
+
+// secretReads are the reads of Secrets the controller's token could make
+// while its Roles granted a namespace's Secrets whole: the management
+// cluster's own admin kubeconfig and CA keys, a workload cluster's
+// kubeconfig nobody granted, kube-system's bootstrap tokens, a provider's
+// webhook key, prometheus-operator's credentials in a monitoring
+// namespace, and any of them through a list or a watch. granted are the
+// reads it needs (the test can fail): the kubeconfig it was given, and its
+// own Secrets by name.
+func secretReads(ctx context.Context, t *testing.T, f *fleet, as *kubernetes.Clientset) (refused, granted []struct {
+	name string
+	do   func() error
+}) {
+	t.Helper()
+	type attempt = struct {
+		name string
+		do   func() error
+	}
+	secret := func(ns, name string, typ corev1.SecretType, data map[string][]byte) {
+		f.mgmt.ServiceAccount(t, ns, "default")
+		if _, err := f.mgmt.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: typ, Data: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake := map[string][]byte{"value": []byte("clearly-fake-test-value")}
+	// What EKS Anywhere keeps in eksa-system for the management cluster
+	// and a workload cluster nobody granted, and for one granted.
+	secret("eksa-system", "mgmt-kubeconfig", corev1.SecretTypeOpaque, fake)
+	secret("eksa-system", "mgmt-ca", corev1.SecretTypeOpaque, map[string][]byte{"tls.crt": []byte("fake"), "tls.key": []byte("fake")})
+	secret("eksa-system", "mgmt-etcd", corev1.SecretTypeOpaque, map[string][]byte{"tls.crt": []byte("fake"), "tls.key": []byte("fake")})
+	secret("eksa-system", "w9-kubeconfig", corev1.SecretTypeOpaque, fake)
+	secret("eksa-system", "w1-kubeconfig", corev1.SecretTypeOpaque, fake)
+	f.grant(t, "w1")
+	secret("kube-system", "bootstrap-token-abcdef", corev1.SecretTypeBootstrapToken, map[string][]byte{"token-id": []byte("abcdef"), "token-secret": []byte("0123456789abcdef")})
+	secret("capi-system", "capi-webhook-service-cert", corev1.SecretTypeOpaque, map[string][]byte{"tls.crt": []byte("fake"), "tls.key": []byte("fake")})
+	secret("monitoring", "alertmanager-main", corev1.SecretTypeOpaque, map[string][]byte{"alertmanager.yaml": []byte("fake")})
+	secret("monitoring", templates.ScraperTokenSecret, corev1.SecretTypeOpaque, fake)
+	get := func(ns, name string) func() error {
+		return func() error {
+			_, err := as.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+			return err
+		}
+	}
+	for _, r := range [][2]string{{"eksa-system", "mgmt-kubeconfig"}, {"eksa-system", "mgmt-ca"}, {"eksa-system", "mgmt-etcd"}, {"eksa-system", "w9-kubeconfig"},
+		{"kube-system", "bootstrap-token-abcdef"}, {"capi-system", "capi-webhook-service-cert"}, {"monitoring", "alertmanager-main"}} {
+		refused = append(refused, attempt{"read Secret " + r[0] + "/" + r[1], get(r[0], r[1])})
+	}
+	for _, ns := range []string{"eksa-system", "kube-system", "capi-system", "monitoring"} {
+		refused = append(refused, attempt{"list the Secrets of " + ns, func() error {
+			_, err := as.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+			return err
+		}}, attempt{"list the Secrets of " + ns + " labelled as ours", func() error {
+			_, err := as.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: templates.ManagedByLabel + "=" + templates.Prefix})
+			return err
+		}}, attempt{"watch the Secrets of " + ns, func() error {
+			w, err := as.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}})
+	}
+	refused = append(refused, attempt{"list eksa-system's Secrets by the management kubeconfig's name", func() error {
+		_, err := as.CoreV1().Secrets("eksa-system").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=mgmt-kubeconfig"})
+		return err
+	}})
+	granted = []attempt{
+		{"read the granted kubeconfig eksa-system/w1-kubeconfig", get("eksa-system", "w1-kubeconfig")},
+		{"read its scraper token Secret by name", get("monitoring", templates.ScraperTokenSecret)},
+		{"list and watch its scraper token Secret by name", func() error {
+			opts := metav1.ListOptions{FieldSelector: "metadata.name=" + templates.ScraperTokenSecret}
+			if _, err := as.CoreV1().Secrets("monitoring").List(ctx, opts); err != nil {
+				return err
+			}
+			w, err := as.CoreV1().Secrets("monitoring").Watch(ctx, opts)
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+	}
+	return refused, granted
 }
 
 // allowlistAttacks are writes of the controller's own kinds, names and
@@ -979,16 +1087,7 @@ func TestControllerPolicyAdmitsEveryRender(t *testing.T) {
 	}
 	as := dynamic.NewForConfigOrDie(cfg)
 	mapper := mgmt.Mapper()
-	raw, err := os.ReadFile("../../examples/vsphere-management.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	scrapeConfig := regexp.MustCompile(`(?m)^  scrapeConfig:\n(?:    .*\n)+`)
-	tlsBlock := regexp.MustCompile(`(?m)^  tls:\n(?:    .*\n)+`)
-	base := string(raw)
-	if !scrapeConfig.MatchString(base) || !tlsBlock.MatchString(base) {
-		t.Fatal("the example has no scrapeConfig or tls section")
-	}
+	example := testutil.ManagementExample(t)
 	kinds := map[string]int{}
 	namespaces := map[string]bool{}
 	for _, stack := range slices.Sorted(maps.Keys(spec.Stacks)) {
@@ -1002,12 +1101,11 @@ func TestControllerPolicyAdmitsEveryRender(t *testing.T) {
 			issuers = []string{metricsv1alpha1.CertificatesNone}
 		}
 		for _, issuer := range issuers {
-			sc := "  scrapeConfig:\n    stack: " + string(stack) + "\n    namespace: monitoring\n"
+			sc := "    stack: " + string(stack) + "\n    namespace: monitoring\n"
 			if spec.Stacks[stack].ReleaseAllowed {
 				sc += "    release: r1\n"
 			}
-			text := scrapeConfig.ReplaceAllString(base, sc)
-			text = tlsBlock.ReplaceAllString(text, "  tls:\n    minVersion: VersionTLS13\n    certificates: "+issuer+"\n")
+			text := example(sc, "    minVersion: VersionTLS13\n    certificates: "+issuer+"\n")
 			file, err := spec.Load("vsphere-management.yaml", strings.NewReader(text))
 			if err != nil {
 				t.Fatalf("stack %q, certificates %s: %v", stack, issuer, err)

@@ -415,6 +415,11 @@ const (
 	// context and server): nothing was sent, and the workload cluster is
 	// not called unreachable.
 	ReasonKubeconfigInvalid = "KubeconfigInvalid"
+	// ReasonKubeconfigNotGranted: the controller may not read the
+	// Cluster's kubeconfig Secret: it reads only those its installation
+	// names (controller manifests --workload-cluster), so nothing was sent
+	// and the workload cluster is not called unreachable.
+	ReasonKubeconfigNotGranted = "KubeconfigNotGranted"
 	// ReasonSelectedTwice: more than one MetricsConfig selects the Cluster;
 	// a Cluster is kept by one.
 	ReasonSelectedTwice = "SelectedTwice"
