@@ -34,6 +34,12 @@ func (a *Applier) clusterFor(t render.Destination) *Cluster {
 	return a.Workload
 }
 
+// WorkloadDestinations are the destinations applied to the workload
+// cluster (clusterFor): its own objects and the scrape configuration's
+// (ServiceMonitors, PrometheusRules, the scraper's token, a Prometheus's
+// objects), which go where the Prometheus of that cluster runs.
+var WorkloadDestinations = []render.Destination{render.Workload, render.Prometheus}
+
 // Plan reads the live state and returns one step per object.
 func (a *Applier) Plan(ctx context.Context) ([]*Step, error) {
 	var steps []*Step

@@ -84,6 +84,18 @@ func TestInventoryKindsAreWhatIsRenderedThere(t *testing.T) {
 	if got, want := InventoryKinds(res, render.Management, render.Workload), []string{"ClusterRole", "DaemonSet", "Secret", "Service"}; !slices.Equal(got, want) {
 		t.Errorf("the management Cluster itself: %v, want %v", got, want)
 	}
+	// What is applied to the workload cluster is what its watches cover:
+	// the scrape configuration's ServiceMonitors too.
+	a := &Applier{Management: &Cluster{Role: "management"}, Workload: &Cluster{Role: "workload"}}
+	for _, d := range render.Destinations {
+		if got := a.clusterFor(d) == a.Workload; got != slices.Contains(WorkloadDestinations, d) {
+			t.Errorf("destination %s: applied to the workload cluster %v, in WorkloadDestinations %v", d, got, !got)
+		}
+	}
+	res.Objects = append(res.Objects, obj(render.Prometheus, "ServiceMonitor"))
+	if got := InventoryKinds(res, WorkloadDestinations...); !slices.Contains(got, "ServiceMonitor") {
+		t.Errorf("the workload cluster's watches leave out its ServiceMonitors: %v", got)
+	}
 }
 
 // A watch reports an object that left its selection (another Cluster on

@@ -179,7 +179,7 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 		if !res.Config.Management {
 			return nil, fmt.Errorf("Cluster %s/%s rendered as a workload cluster although it is the management cluster", obj.GetNamespace(), obj.GetName())
 		}
-		kinds := cluster.InventoryKinds(res, render.Management, render.Workload)
+		kinds := cluster.InventoryKinds(res, append([]render.Destination{render.Management}, cluster.WorkloadDestinations...)...)
 		if err := r.workloads.watchManagement(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, r.Management, kinds); err != nil {
 			return nil, err
 		}
@@ -190,7 +190,7 @@ func (r *Reconciler) connect(ctx context.Context, obj *unstructured.Unstructured
 	}
 	name := res.Config.ClusterName
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	kinds := cluster.InventoryKinds(res, render.Workload)
+	kinds := cluster.InventoryKinds(res, cluster.WorkloadDestinations...)
 	// Read by name on every reconcile (the controller may neither list nor
 	// watch eksa-system's Secrets): a connection is made again only when
 	// the content changed.
