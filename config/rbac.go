@@ -12,6 +12,7 @@ import (
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/components"
 	"github.com/eksa-metrics/eksa-metrics/pkg/kubeproxy"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 	"github.com/eksa-metrics/eksa-metrics/pkg/templates"
 )
 
@@ -224,8 +225,8 @@ func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 	// a read of them all. create takes no resourceNames: the admission
 	// policy holds it to the same names.
 	secretNames := templates.SecretNames(o.MonitoringNamespaces)
-	secrets := func(ns string) []rbacv1.PolicyRule {
-		return []rbacv1.PolicyRule{
+	coreIn := func(ns string) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{core,
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: crudNamed, ResourceNames: secretNames[ns]},
 		}
@@ -239,8 +240,7 @@ func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 	// kubeconfigs it reads are granted by name, kubeconfigRole).
 	add("eksa-system",
 		rbacv1.PolicyRule{APIGroups: []string{"controlplane.cluster.x-k8s.io"}, Resources: []string{"kubeadmcontrolplanes"}, Verbs: []string{"patch"}})
-	add(templates.SystemNS, core)
-	add(templates.SystemNS, secrets(templates.SystemNS)...)
+	add(templates.SystemNS, coreIn(templates.SystemNS)...)
 	add(templates.SystemNS,
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"get", "list", "watch", "create"}},
 		rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"update", "patch", "delete"}, ResourceNames: []string{templates.ControlPlaneDS, templates.NodeDS}},
@@ -253,15 +253,13 @@ func namespacedRules(o Options) map[string][]rbacv1.PolicyRule {
 	}
 	for _, ns := range slices.Sorted(maps.Keys(deployments)) {
 		names := slices.Compact(slices.Sorted(slices.Values(deployments[ns])))
-		add(ns, core)
-		add(ns, secrets(ns)...)
+		add(ns, coreIn(ns)...)
 		add(ns,
 			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: read},
 			rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"update", "patch"}, ResourceNames: names})
 	}
 	for _, ns := range o.MonitoringNamespaces {
-		add(ns, core)
-		add(ns, secrets(ns)...)
+		add(ns, coreIn(ns)...)
 		add(ns, rbacv1.PolicyRule{APIGroups: []string{"monitoring.coreos.com"}, Resources: []string{"servicemonitors", "prometheusrules"}, Verbs: crud})
 	}
 	return rules
@@ -294,10 +292,6 @@ func roles(o Options, rules map[string][]rbacv1.PolicyRule, sa rbacv1.Subject, l
 // (it reaches that one with its own identity), nor the CA keys beside them.
 const KubeconfigRole = ControllerName + "-kubeconfigs"
 
-// KubeconfigSecret is the Secret EKS Anywhere (Cluster API) keeps a
-// Cluster's admin kubeconfig in, in eksa-system.
-func KubeconfigSecret(cluster string) string { return cluster + "-kubeconfig" }
-
 // kubeconfigRole grants get of the workload clusters' kubeconfig Secrets, by
 // name. With no workload cluster it has no rule at all: a rule without
 // resourceNames would be every Secret of eksa-system.
@@ -309,7 +303,7 @@ func kubeconfigRole(o Options, sa rbacv1.Subject, label map[string]string) []any
 	}
 	var names []string
 	for _, c := range o.WorkloadClusters {
-		names = append(names, KubeconfigSecret(c))
+		names = append(names, spec.KubeconfigSecret(c))
 	}
 	if names = slices.Compact(slices.Sorted(slices.Values(names))); len(names) > 0 {
 		role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}, ResourceNames: names})

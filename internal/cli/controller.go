@@ -481,7 +481,7 @@ policy flags are passed on to the controller's arguments.`,
 func checkWorkloadClusters(names []string, management string) error {
 	_, mgmt, _ := strings.Cut(management, "/")
 	for _, n := range names {
-		if errs := validation.IsDNS1123Subdomain(config.KubeconfigSecret(n)); n == "" || len(errs) > 0 {
+		if errs := validation.IsDNS1123Subdomain(spec.KubeconfigSecret(n)); n == "" || len(errs) > 0 {
 			return usageErrorf("--workload-cluster %q is not an EKS-A Cluster name: %s", n, strings.Join(errs, "; "))
 		}
 		if mgmt != "" && n == mgmt {

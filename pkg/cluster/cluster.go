@@ -32,6 +32,8 @@ import (
 	typedrbacv1 "k8s.io/client-go/kubernetes/typed/rbac/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // FieldManager is the server-side apply field manager of everything
@@ -441,8 +443,8 @@ func (c *Cluster) String() string { return c.Role + " cluster" }
 // cluster on its management cluster: Secret eksa-system/<cluster>-kubeconfig,
 // key "value".
 func (c *Cluster) WorkloadKubeconfig(ctx context.Context, clusterName string) ([]byte, error) {
-	name := clusterName + "-kubeconfig"
-	s, err := c.Core.CoreV1().Secrets("eksa-system").Get(ctx, name, metav1.GetOptions{})
+	name := spec.KubeconfigSecret(clusterName)
+	s, err := c.Core.CoreV1().Secrets(spec.MachinesNamespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("the management cluster has no Secret eksa-system/%s with the workload cluster's kubeconfig; is %q managed by this management cluster? Pass --workload-kubeconfig to give it directly", name, clusterName)
 	}

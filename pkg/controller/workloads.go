@@ -19,6 +19,7 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
 	"github.com/eksa-metrics/eksa-metrics/pkg/engine"
 	"github.com/eksa-metrics/eksa-metrics/pkg/render"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // workloads keeps one connection per workload cluster, made from its
@@ -216,5 +217,5 @@ type KubeconfigNotGrantedError struct{ Cluster string }
 
 func (e *KubeconfigNotGrantedError) Error() string {
 	return fmt.Sprintf("the controller may not read Secret %s/%s: it reads the kubeconfigs of the workload clusters its installation names only. Add the Cluster to them: print the manifests again with --workload-cluster %s beside the others and apply them (Role %s/%s)",
-		EKSASystemNamespace, config.KubeconfigSecret(e.Cluster), e.Cluster, EKSASystemNamespace, config.KubeconfigRole)
+		EKSASystemNamespace, spec.KubeconfigSecret(e.Cluster), e.Cluster, EKSASystemNamespace, config.KubeconfigRole)
 }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/eksa-metrics/eksa-metrics/pkg/cluster"
+	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 )
 
 // ClusterSource says how to reach the management cluster and, for a workload
@@ -104,7 +104,7 @@ func WorkloadOf(ctx context.Context, mgmt *cluster.Cluster, name string, wrap fu
 // controller, which keeps a connection while the Secret's content stays
 // the same).
 func ConnectWorkload(ctx context.Context, name string, data []byte, wrap func(http.RoundTripper) http.RoundTripper, trust bool) (*cluster.Cluster, error) {
-	source := fmt.Sprintf("Secret eksa-system/%s-kubeconfig on the management cluster", name)
-	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: source, KubeconfigData: data, Secret: "eksa-system/" + name + "-kubeconfig",
+	secret := spec.MachinesNamespace + "/" + spec.KubeconfigSecret(name)
+	return cluster.Connect(ctx, "workload", cluster.ConnectOptions{Kubeconfig: "Secret " + secret + " on the management cluster", KubeconfigData: data, Secret: secret,
 		TrustKubeconfigData: trust, WrapTransport: wrap, Timeout: 30 * time.Second})
 }

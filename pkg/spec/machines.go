@@ -29,6 +29,12 @@ type MachineAddress struct {
 // after the move, in the management cluster itself).
 const MachinesNamespace = "eksa-system"
 
+// KubeconfigSecret is the Secret of MachinesNamespace in which Cluster API
+// keeps a Cluster's admin kubeconfig, under the key "value"
+// (sigs.k8s.io/cluster-api v1.13.2 util/secret: Name(cluster, Kubeconfig),
+// KubeconfigDataName).
+func KubeconfigSecret(cluster string) string { return cluster + "-kubeconfig" }
+
 // MachineClusterLabel is the label Cluster API puts on each Machine: the
 // name of its Cluster (sigs.k8s.io/cluster-api api/core ClusterNameLabel).
 const MachineClusterLabel = "cluster.x-k8s.io/cluster-name"
