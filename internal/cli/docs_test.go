@@ -107,3 +107,45 @@ func shellCommands(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// No document repeats a heading at the same level: a section pasted twice
+// (docs/controller.md once held its sections from "Who may do what" to
+// "Tested" twice) reads as two truths that drift apart, and a repeated
+// heading is also a repeated anchor. Headings inside code blocks are not
+// headings.
+func TestDocsRepeatNoHeading(t *testing.T) {
+	root := testutil.RepoRoot()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	docs = append(docs, filepath.Join(root, "README.md"))
+	var headings int
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		fenced := false
+		for i, line := range strings.Split(string(text), "\n") {
+			if strings.HasPrefix(line, "```") {
+				fenced = !fenced
+				continue
+			}
+			level := len(line) - len(strings.TrimLeft(line, "#"))
+			if fenced || level == 0 || level > 6 || !strings.HasPrefix(line[level:], " ") {
+				continue
+			}
+			headings++
+			if first, ok := seen[line]; ok {
+				t.Errorf("%s:%d: %q repeats the heading of line %d", filepath.Base(doc), i+1, line, first)
+				continue
+			}
+			seen[line] = i + 1
+		}
+	}
+	if headings < 50 {
+		t.Fatalf("found %d headings; the scan is broken", headings)
+	}
+}

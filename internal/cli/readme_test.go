@@ -73,3 +73,71 @@ func scratch(root, dir, arg string) string {
 	}
 	return arg
 }
+
+// The README's repository layout names every Go package of the module
+// outside test/ and hack/ (a directory with a non-test .go file), one line
+// each, and nothing that is not one: a package added or removed without
+// its line fails here.
+func TestREADMELayoutListsEveryPackage(t *testing.T) {
+	root := testutil.RepoRoot()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "## Repository layout")
+	if start < 0 {
+		t.Fatal("README.md: no \"## Repository layout\" section")
+	}
+	block := text[start:]
+	open := strings.Index(block, "```text\n")
+	if open < 0 {
+		t.Fatal("README.md: the layout section has no ```text block")
+	}
+	block = block[open+len("```text\n"):]
+	block = block[:strings.Index(block, "```")]
+	listed := map[string]bool{}
+	for _, line := range strings.Split(block, "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			dir := strings.TrimSuffix(f[0], "/")
+			if listed[dir] {
+				t.Errorf("README.md layout: %s listed twice", dir)
+			}
+			listed[dir] = true
+		}
+	}
+	found := map[string]bool{}
+	for _, top := range []string{"cmd", "config", "internal", "pkg"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			// The API group's version directory is one package with its parent's line.
+			if strings.HasPrefix(rel, filepath.Join("pkg", "apis")+string(filepath.Separator)) {
+				rel = filepath.Join("pkg", "apis")
+			}
+			found[filepath.ToSlash(rel)] = true
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for dir := range found {
+		if !listed[dir] {
+			t.Errorf("README.md layout: package %s/ has no line", dir)
+		}
+	}
+	for dir := range listed {
+		if strings.HasPrefix(dir, "test") || strings.HasPrefix(dir, "hack") {
+			continue
+		}
+		if !found[dir] {
+			t.Errorf("README.md layout: %s/ is listed but is no package", dir)
+		}
+	}
+	if len(found) < 20 {
+		t.Fatalf("found %d packages; the walk is broken", len(found))
+	}
+}
