@@ -42,10 +42,11 @@ import (
 )
 
 // Reason is the reason of the Approved or Denied condition eksa-metrics
-// writes.
+// writes (spec names them, so that PLAN.md can without this package's
+// client).
 const (
-	ReasonApproved = "EksaMetricsKubeletServing"
-	ReasonDenied   = "EksaMetricsKubeletServingRefused"
+	ReasonApproved = spec.KubeletServingApproved
+	ReasonDenied   = spec.KubeletServingRefused
 )
 
 // Limits on what a request may hold. A kubelet's request is a few hundred

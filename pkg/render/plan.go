@@ -18,8 +18,6 @@ import (
 	"github.com/eksa-metrics/eksa-metrics/pkg/spec"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/eksa-metrics/eksa-metrics/pkg/kubeletcsr"
 )
 
 // PlanMarkdown says, for a person, what applying the result changes and what
@@ -72,7 +70,7 @@ func (r *Result) PlanMarkdown() string {
 	}
 	if c.KubeletServingCertificates {
 		fmt.Fprintf(&b, "- Kubelets (`tls.kubeletServingCertificates`): cluster.yaml sets `serverTLSBootstrap: true` in the kubeletConfiguration of every node group that lacks it, so `eksctl anywhere upgrade cluster -f cluster.yaml` replaces their machines. Apply this plan first: Deployment %s/%s approves each kubelet's `kubernetes.io/kubelet-serving` CertificateSigningRequest when it names only that node's own names and addresses (reason %s; it denies the others, reason %s) and signs it with the kubelet-serving CA (Secret kube-system/"+templates.KubeletServingCA+", which apply creates; the kubelet scrapes trust it alone, under key "+templates.KubeletCAKey+" of the CA bundle ConfigMaps), while the KubeadmControlPlane's kube-controller-manager items take that signer from kube-controller-manager (it keeps the cluster CA for the other signers; the change rolls the control plane), so no kubelet certificate is one a client of the cluster CA accepts. Until a node is replaced its kubelet serves a self-signed certificate and its scrapes fail verification (`x509: certificate signed by unknown authority`). A kubelet with `serverTLSBootstrap` whose request nobody approves serves no certificate at all, so `kubectl logs` and `exec` fail on its node too: keep the approver running for as long as the kubelets have the setting. To turn the option off, upgrade the cluster with the cluster.yaml generated without it before `eksa-metrics apply` removes the approver.\n",
-			templates.SystemNS, templates.KubeletApprover, kubeletcsr.ReasonApproved, kubeletcsr.ReasonDenied)
+			templates.SystemNS, templates.KubeletApprover, spec.KubeletServingApproved, spec.KubeletServingRefused)
 	}
 	if r.KubeProxyEdit == nil {
 		b.WriteString("- kube-proxy: not edited. Where an earlier spec had eksa-metrics set its `metricsBindAddress` (bindAddress mode with allowInsecure), `eksa-metrics apply` gives back the value it replaced (recorded on ConfigMap kube-system/kube-proxy) and DaemonSet kube-system/kube-proxy restarts.\n")

@@ -10,6 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
+// The reasons of the Approved and Denied conditions the kubelet
+// serving-certificate approver (pkg/kubeletcsr) writes on a
+// CertificateSigningRequest, and PLAN.md tells the reader to look for.
+const (
+	KubeletServingApproved = "EksaMetricsKubeletServing"
+	KubeletServingRefused  = "EksaMetricsKubeletServingRefused"
+)
+
 // tls.kubeletServingCertificates: serverTLSBootstrap in the Cluster's
 // kubeletConfiguration, which EKS Anywhere (v0.20 and later, all that
 // eksa-metrics supports) renders into each node group's kubelet
