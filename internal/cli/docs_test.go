@@ -129,7 +129,7 @@ func TestDocsRepeatNoHeading(t *testing.T) {
 		seen := map[string]int{}
 		fenced := false
 		for i, line := range strings.Split(string(text), "\n") {
-			if strings.HasPrefix(line, "```") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
 				fenced = !fenced
 				continue
 			}

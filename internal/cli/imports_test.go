@@ -18,11 +18,11 @@ const module = "github.com/eksa-metrics/eksa-metrics/"
 // to one of them, or an import of a live package, fails here.
 var offlinePackages = []string{
 	"pkg/apis/metrics/v1alpha1", "pkg/spec", "pkg/render", "pkg/templates", "pkg/kubeadm",
-	"pkg/components", "pkg/output", "pkg/safetext", "pkg/certs", "pkg/dashboards", "pkg/kubeproxy",
+	"pkg/components", "pkg/output", "pkg/safetext", "pkg/certs", "pkg/dashboards", "pkg/kubeproxy", "pkg/validate",
 }
 
 // Offline packages that still reach a cluster, each with the reason; the
-// list only shrinks.
+// list only shrinks: a package on it that no longer reaches one fails too.
 var offlineExceptions = map[string]string{
 	"pkg/validate": "its live checks (checks.go) build cluster.Applier; they are to move behind the engine",
 }
@@ -30,7 +30,7 @@ var offlineExceptions = map[string]string{
 var liveClients = []string{"k8s.io/client-go/rest", "k8s.io/client-go/informers", "k8s.io/client-go/dynamic"}
 
 func TestOfflinePackagesReachNoCluster(t *testing.T) {
-	for _, pkg := range append(offlinePackages, "pkg/validate") {
+	for _, pkg := range offlinePackages {
 		deps := goList(t, "-deps", "./"+pkg)
 		var live []string
 		for _, d := range deps {
@@ -54,19 +54,17 @@ func TestOfflinePackagesReachNoCluster(t *testing.T) {
 // and the renderers take typed options, so that every driver can call them.
 func TestOnlyTheCLIImportsCobra(t *testing.T) {
 	lines := goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./cmd/...", "./config/...", "./internal/...", "./pkg/...")
-	var checked int
 	for _, line := range lines {
 		fields := strings.Fields(line)
 		pkg := strings.TrimPrefix(fields[0], module)
-		checked++
 		for _, imp := range fields[1:] {
 			if imp == "github.com/spf13/cobra" && pkg != "internal/cli" {
 				t.Errorf("%s imports cobra; only internal/cli may", pkg)
 			}
 		}
 	}
-	if checked < 20 {
-		t.Fatalf("go list gave %d packages; the check is broken", checked)
+	if len(lines) < 20 {
+		t.Fatalf("go list gave %d packages; the check is broken", len(lines))
 	}
 }
 

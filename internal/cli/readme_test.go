@@ -95,7 +95,11 @@ func TestREADMELayoutListsEveryPackage(t *testing.T) {
 		t.Fatal("README.md: the layout section has no ```text block")
 	}
 	block = block[open+len("```text\n"):]
-	block = block[:strings.Index(block, "```")]
+	end := strings.Index(block, "```")
+	if end < 0 {
+		t.Fatal("README.md: the layout's ```text block does not end")
+	}
+	block = block[:end]
 	listed := map[string]bool{}
 	for _, line := range strings.Split(block, "\n") {
 		if f := strings.Fields(line); len(f) > 0 {

@@ -42,8 +42,8 @@ import (
 )
 
 // Reason is the reason of the Approved or Denied condition eksa-metrics
-// writes (spec names them, so that PLAN.md can without this package's
-// client).
+// writes. The strings live in spec, so that PLAN.md (pkg/render) can name
+// them without importing this package and its client.
 const (
 	ReasonApproved = spec.KubeletServingApproved
 	ReasonDenied   = spec.KubeletServingRefused
